@@ -68,6 +68,7 @@ def record(
     )
     changes: list[Change] = []
     advanced: dict[int, int] = {}
+    withheld_now: dict[int, int] = {}  # aggregate -> the version the channel withholds now
     for leased, decision in outcomes:
         if leased.pk not in owned:
             continue
@@ -111,6 +112,10 @@ def record(
                 channel_id=channel,
             )
         )
+        if to_state is State.WITHHELD:
+            withheld_now[leased.aggregate_id] = max(
+                withheld_now.get(leased.aggregate_id, 0), leased.version
+            )
         if decision.event is Event.DELIVERED:
             advanced[leased.aggregate_id] = max(
                 advanced.get(leased.aggregate_id, 0), leased.version
@@ -139,6 +144,9 @@ def record(
         # A newer version delivered ends a withheld one.
         if channel is not None and withheld.any_waiting(connection, channel):
             withheld.supersede_delivered(connection, sorted(advanced), now, channel_id=channel)
+    # A newer version withheld ends an older withheld one: the channel lists the newer now.
+    if withheld_now and channel is not None:
+        withheld.supersede_withheld(connection, withheld_now, now, channel_id=channel)
     recorded = sorted({leased.aggregate_id for leased, _ in outcomes if leased.pk in owned})
     release(connection, token, None if release_all else recorded)
     return len(changes)

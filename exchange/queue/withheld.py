@@ -9,7 +9,8 @@ superseded by it, never sent after it). It ends one of two ways, both moved here
     withheld ──withheld-live──> delivered     the channel shows that version (``went_live``);
                                               the cursor advances to it
     withheld ──superseded──> cancelled         a newer version was delivered there
-                                              (``supersede_delivered``), or the channel
+                                              (``supersede_delivered``) or withheld there
+                                              instead (``supersede_withheld``), or the channel
                                               released it at another price, the seller's
                                               own (``left_elsewhere``): it never reached
                                               buyers
@@ -406,6 +407,63 @@ def supersede_delivered(
             + func.coalesce(c.c.successor, literal("a newer version"))
         ),
     )
+
+
+def supersede_withheld(
+    connection: Connection, newer: dict[int, int], now: datetime, *, channel_id: int
+) -> int:
+    """Cancel, reason ``superseded``, every withheld version of these aggregates on the
+    channel below the version just withheld there (``newer``: aggregate id -> that version):
+    the channel's quarantine lists the newer price now (a marketplace's holds one price an
+    offer, research §2.4, §3.4), so the older one is no longer withheld and never reaches
+    buyers; a release publishes the newer. Review ym400 finding 4: the older stayed withheld
+    and counted. Called where a batch is recorded (``record``)."""
+    moved = 0
+    d = deliveries.c
+    successor = messages.alias("successor")
+    newest = deliveries.alias("newest")
+    for aggregate_id, version in sorted(newer.items()):
+        chosen = (
+            select(
+                d.message_pk.label("id"),
+                d.channel_id,
+                d.state,
+                d.locked_by,
+                d.attempts,
+                d.leased_at,
+                d.locked_until,
+                successor.c.message_id.label("successor"),
+            )
+            .outerjoin(
+                newest,
+                and_(
+                    newest.c.aggregate_id == d.aggregate_id,
+                    newest.c.channel_id == d.channel_id,
+                    newest.c.version == version,
+                ),
+            )
+            .outerjoin(successor, successor.c.id == newest.c.message_pk)
+            .where(
+                d.channel_id == channel_id,
+                d.aggregate_id == aggregate_id,
+                d.state == State.WITHHELD.value,
+                d.version < version,
+            )
+        )
+        moved += apply_selected(
+            connection,
+            Event.SUPERSEDED,
+            chosen,
+            now=now,
+            values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
+            detail=lambda c: (
+                literal(
+                    "withheld, and the channel withholds a newer version instead: superseded by "
+                )
+                + func.coalesce(c.c.successor, literal("a newer version"))
+            ),
+        )
+    return moved
 
 
 def released(

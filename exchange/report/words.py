@@ -231,7 +231,7 @@ _NEXT_CHECK: dict[str, str] = {
     ),
     "channel-rule": N_(
         "The marketplace refused the price by one of its rules (its code and meaning are in the "
-        "last error): correct the price in 1C and post it again, then {cancel} this one."
+        "last error): correct the price in 1C and post it again, then {cancel}."
     ),
 }
 _REJECTED_BY_SITE = N_(

@@ -241,9 +241,12 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
     the operator released v2 and Yandex applied the confirmation after the correction (§3.5: no
     order): 5000 went live over 1C's newer price. A release of a version with a newer one on
     the channel (not cancelled) is refused in one line, nothing asked of the channel; the
-    newest may be released."""
+    newest may be released. (v3 is taken in 1C's stead only after the refusals: withheld in
+    v2's place, it ends v2 superseded, review ym400.)"""
     older = _withheld_v2(db_url, engine, withholding_site)
+    withholding_site.faults.outage = True  # v3 taken in, on its way: the site is down
     deliver_in_process(db_url, engine, withholding_site, [price_row("S1", 3, "9.00")])
+    withholding_site.faults.outage = False
     with transaction(engine, read_only=True) as connection:
         newest = str(
             connection.execute(
@@ -269,6 +272,9 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
         env={"EXCHANGE_LANG": "ru"},
     )
     assert ru.returncode == 2 and "ушла более новая" in ru.stderr, describe(ru)
+    again = cli("quarantine", "retry", newest, "--note", "site back", "--yes", db=db_url)
+    assert again.returncode == 0, describe(again)
+    deliver_in_process(db_url, engine, withholding_site)  # v3 withheld in v2's place
     done = cli(
         "withheld", "release", newest, "--note", "checked", db=db_url, site=withholding_site.url
     )

@@ -276,9 +276,10 @@ def test_a_read_only_token_pauses_with_wildberries_own_advice_said_once_in_each_
 def test_two_withheld_versions_released_in_the_cabinet_end_v2_delivered_v1_superseded(
     db_url: str, engine: Engine, wb: WbSimulator
 ) -> None:
-    """Contract 13: v1 and v2 of one good both withheld (WB's price quarantine); the seller
-    confirms v2 in the cabinet: the recheck ends v2 delivered and v1 cancelled superseded,
-    never a traceback for what the channel does."""
+    """Contract 13: v1 withheld (WB's price quarantine), then v2 withheld in its place (WB
+    holds one price a good): v1 ends cancelled superseded at once (review ym400 finding 4: it
+    stayed withheld and counted); the seller confirms v2 in the cabinet: the recheck ends v2
+    delivered, never a traceback for what the channel does."""
 
     # Three workers' targets, each with a budget of its own, share WB's one bucket here:
     # WB's limit raised so that none meets a 429 the others caused (not what this tests).
@@ -290,7 +291,9 @@ def test_two_withheld_versions_released_in_the_cabinet_end_v2_delivered_v1_super
         sending.first_poll = sending.poll_every = 0.2
         stage(engine, [price_row("SKU-1", version, amount)])
         run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
-    assert {("SKU-1", 1): ("withheld", None), ("SKU-1", 2): ("withheld", None)} == states(engine)
+    assert {("SKU-1", 1): ("cancelled", "superseded"), ("SKU-1", 2): ("withheld", None)} == (
+        states(engine)
+    )
     wb.release_in_cabinet(wb.by_vendor_code("SKU-1").nm_id)  # type: ignore[union-attr]
     target = make_worker(db_url, engine, wb).loop.target
 

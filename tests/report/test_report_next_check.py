@@ -54,3 +54,19 @@ def test_every_reason_has_a_russian_name_beside_its_code(reason: str) -> None:
     said = name("reason", reason, "ru")
     assert said.endswith(f" ({reason})") and said != reason, said
     assert re.search("[а-я]", said), said
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("ru", "исправьте цену в 1С и выгрузите её снова, затем отмените эту запись."),
+        ("en", "correct the price in 1C and post it again, then cancel this record."),
+    ],
+)
+def test_the_channel_rule_advice_names_the_record_to_cancel_once(lang: str, said: str) -> None:
+    """Review ym400 finding 5: the cancel step already says «отмените эту запись» ("cancel
+    this record"), and the advice added «эту» ("this one") after it: «…затем отмените эту
+    запись эту.». Rendered, it ends with the step alone."""
+    advice = next_check("channel-rule", lang)
+    assert advice.endswith(said), advice
+    assert "эту запись эту" not in advice and "this record this one" not in advice

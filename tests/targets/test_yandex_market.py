@@ -211,6 +211,38 @@ def test_discount_base_and_bestseller_minimum_are_sent_with_every_update_where_m
     ] == json.loads(json.dumps(body), parse_float=Decimal)["offers"]
 
 
+def test_a_bestseller_minimum_of_0_ends_the_minimum(ym: YmSimulator) -> None:
+    """Review ym400 finding 3: 1C's minimum for bestsellers cleared to 0 means no minimum.
+    Research §3.1: an update without ``minimumForBestseller`` deletes the value set before
+    ("Не передать этот параметр — удалится значение"), so the update leaves it out, and the
+    price is delivered once the read-back shows no minimum (it was ``invalid-for-channel``,
+    "the channel refuses a zero price": 1C could not end a minimum)."""
+    recorder = Recorder()
+    known = MemoryKnownPrices()  # the retail price delivered first, as the queue knows it
+    known.remember(KnownPrice("B12", "retail", Decimal("1000"), "RUB", 1))
+    types = {"retail": "value", "least": "minimumForBestseller"}
+    first = [price("B12", 1, "1000"), price("B12", 1, "900", price_type="least")]
+    cleared = [price("B12", 2, "0", price_type="least")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        out = await send_all(t, first)
+        out += await send_all(t, first)  # read back
+        assert Decimal(900) == ym.live("B12").minimum_for_bestseller  # type: ignore[union-attr]
+        out += await send_all(t, cleared)
+        return out + await send_all(t, cleared)  # read back
+
+    found = run(lambda: target(ym, price_types=types, known=known, transport=recorder), scenario)
+    assert [Verdict.DELIVERED] * 2 == verdicts(found[2:4]), [c.detail for c in found]
+    assert [Verdict.AWAITING, Verdict.DELIVERED] == verdicts(found[4:]), found[4:]
+    last = json.loads(json.dumps(recorder.updates()[-1]), parse_float=Decimal)["offers"]
+    assert [{"offerId": "B12", "price": {"value": 1000, "currencyId": "RUR"}}] == last
+    live = ym.live("B12")
+    assert live is not None and (Decimal(1000), None) == (
+        live.value,
+        live.minimum_for_bestseller,
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "base", "rule"),
     [
@@ -337,8 +369,9 @@ def test_an_offer_yandex_does_not_know_ends_terminal(ym: YmSimulator) -> None:
 
     (found,) = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
     assert Verdict.TERMINAL == found.verdict
-    if ym.switches.unknown_offer == "accept":
-        assert Reason.UNKNOWN_SKU == found.reason, "missing from the read-back: unknown-sku"
+    # Contract 14: an unknown offer is unknown-sku, missing from the read-back or refused by
+    # name (OFFER_NOT_FOUND; review ym400 finding 2: it was http-400).
+    assert Reason.UNKNOWN_SKU == found.reason, found
 
 
 # -- Yandex's pace ---------------------------------------------------------------------------------
@@ -1398,16 +1431,31 @@ def test_a_400_naming_no_offer_is_split_in_halves_to_find_the_refused_one(
     """Review 32b finding 9: a 400 naming no offer ("Internal validation failed") ended every
     offer of the request http-400. Halves sent apart find it (research §3.4: atomicity
     UNCONFIRMED, played both ways; a good offer sent twice is answered 200, §3.5): the good
-    offers wait for their read-back, the refused one ends with Yandex's words; bounded."""
+    offers wait for their read-back, the refused one ends with Yandex's words; bounded. The
+    refused one was in 400s that did not name it: a 400 that is not all-or-nothing may have
+    taken it (§8) and a repeat may be refused (§3.5), so it is read back, and ends terminal
+    with Yandex's words once ym_apply_timeout has passed without it (review ym400)."""
+    clock = Clock()
     messages = [price(f"SKU-{n}", 1, "10") for n in range(3)]
     messages[3:3] = [price("NOSUCH-3", 1, "12")]
     messages.append(price("SKU-4", 1, "10"))
-    found = run(lambda: target(ym), lambda t: t.send(messages))
-    expected = [Verdict.AWAITING] * 5
-    expected[3] = Verdict.TERMINAL
-    assert expected == verdicts(found), [c.detail for c in found]
-    assert "Internal validation failed" in found[3].detail and 400 == found[3].http_status
-    assert 7 == ym.requests["offer-prices/updates"], "5; 2 and 3; 1 and 2; 1 and 1"
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        clock.now += 601
+        return first + await t.send(messages[3:4])
+
+    found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    good = {Verdict.AWAITING, Verdict.DELIVERED}  # partial: the first 400 applied them
+    assert all(c.verdict in good for c in found[:5]), [c.detail for c in found]
+    (refused,) = found[5:]
+    assert Verdict.TERMINAL == refused.verdict and Reason.UNKNOWN_SKU == refused.reason
+    assert "Internal validation failed" in refused.detail and 400 == refused.http_status
+    if ym.switches.atomic_400:
+        assert 7 == ym.requests["offer-prices/updates"], "5; 2 and 3; 1 and 2; 1 and 1"
+    else:  # the read-back after the second 400 shows what the first applied: not halved
+        assert 3 == ym.requests["offer-prices/updates"], "5; 2 and 3"
+        assert [Verdict.DELIVERED] * 2 == [found[2].verdict, found[4].verdict]
 
 
 @pytest.mark.parametrize(
@@ -1417,10 +1465,19 @@ def test_a_400_naming_no_offer_is_split_in_halves_to_find_the_refused_one(
     ids=["none-named"],
 )
 def test_the_split_of_a_400_naming_no_offer_is_bounded(ym: YmSimulator) -> None:
-    """Every offer refused: at most SPLITS requests more than the first, then the rest ends
-    http-400 as before (never a request per offer of a refused 500)."""
+    """Every offer refused: at most SPLITS requests more than the first (never a request per
+    offer of a refused 500); what those 400s refused without naming may be Yandex's (§8), so
+    it is read back and ends terminal once ym_apply_timeout has passed without it."""
+    clock = Clock()
     messages = [price(f"NOSUCH-{n}", 1, "10") for n in range(40)]
-    found = run(lambda: target(ym), lambda t: t.send(messages))
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        first = await t.send(messages)
+        assert [Verdict.AWAITING] * 40 == verdicts(first), first
+        clock.now += 601
+        return await t.send(messages)
+
+    found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
     assert [Verdict.TERMINAL] * 40 == verdicts(found)
     assert 1 + 20 == ym.requests["offer-prices/updates"]
 

@@ -61,6 +61,43 @@ _BY_INDEX = re.compile(r"[Oo]ffer at index '(\d+)'")
 _RULE_FIELDS = ((re.compile(r"discountBase|discount value|Discount percentage"), "discountBase"),)
 
 
+# Yandex's words for an offer that concern the offer as sent, whatever Yandex held before
+# (§3.4 YM-ERR #prices: the discount, a duplicate, a missing offerId or value, the currency,
+# too many digits, VAT; a field or value said to be invalid; §3.1's bounds of
+# minimumForBestseller and offerId): the same offer in an earlier request was refused by the
+# same words, so an earlier 400 that took the rest of its request (§8) did not take it.
+_OF_THE_OFFER = re.compile(
+    r"discountBase|discount value|Discount percentage|Duplicate offer|Missing offerId|"
+    r"Missing price value|currency|too many digits|\bvat\b|OFFER_NOT_FOUND|\bvalue\b|"
+    r"minimumForBestseller|offerId is longer|\binvalid\b",
+    re.IGNORECASE,
+)
+# Words that say the price is Yandex's already (a repeat refused: §3.5 leaves open whether a
+# price sent twice is answered 200; WB answers such a repeat "already set", §2.4).
+_ALREADY = re.compile(r"already", re.IGNORECASE)
+# The code a refusal of an offer Yandex does not know carries (§3.4 ApiErrorCodeType; §8:
+# whether Yandex refuses an unknown offerId at all is open).
+NOT_FOUND = "OFFER_NOT_FOUND"
+
+
+def not_found(said: str) -> bool:
+    """Whether Yandex's words for an offer (``CODE message``) refuse it as not in the
+    catalogue (contract 14: ``unknown-sku``)."""
+    return said.startswith(NOT_FOUND)
+
+
+def maybe_taken(said: str, *, refused_before: bool) -> bool:
+    """Whether an offer a 400 refused with ``said`` (``CODE message``) may be Yandex's all
+    the same: its words say the price is already set, or the offer was in an earlier 400
+    that did not name it (``refused_before``: Yandex may have taken the rest of that
+    request, §8) and the words are not about the offer as sent (a repeat of a price taken
+    then may be refused in any words, "Internal validation failed" among them). Such an
+    offer is read back, never ended at once."""
+    if _ALREADY.search(said):
+        return True
+    return refused_before and not _OF_THE_OFFER.search(said)
+
+
 class Throttle(StrEnum):
     """Which of Yandex's two limits a 420 names (§3.3)."""
 

@@ -14,11 +14,16 @@ How one request goes (``send``):
    out (§3.1, §3.6.2);
 3. Yandex's rules checked before sending (§3.1): ``value`` above 0 with at most 7 decimals,
    ``discountBase`` a whole number above ``value`` with a discount of 5–99 %,
-   ``minimumForBestseller`` in 0 < x ≤ 100 000 000, an ``offerId`` of 1–255 characters, the
+   ``minimumForBestseller`` in 0 < x ≤ 100 000 000 (0: no minimum, left out of the update),
+   an ``offerId`` of 1–255 characters, the
    roubles (``RUR``): otherwise TERMINAL ``invalid-for-channel`` with the rule;
 4. ``POST /v2/businesses/{businessId}/offer-prices/updates`` at Yandex's pace (pace.py: offers
    a minute, requests at once; a 420 waited out or the parallelism lowered, then sent again);
-   a 400 naming offers makes those TERMINAL with Yandex's words and sends the rest again;
+   a 400 naming offers makes those TERMINAL with Yandex's words and sends the rest again,
+   except an offer Yandex may hold all the same (its words say "already set", or an earlier
+   400 that did not name it may have taken it, §8): read back as in 5–6, and TERMINAL with
+   Yandex's words only when not shown within ``ym_apply_timeout`` (``_update``); one refused
+   ``OFFER_NOT_FOUND`` is TERMINAL ``unknown-sku``;
 5. a 200 means accepted, not applied (§3.4): each message is ``AWAITING`` and waits, not
    charged and not in flight, for the read-back (``again_in``: ``ym_apply_timeout``/40, then
    doubling up to ``ym_apply_timeout``/10); the item sent is remembered by message;
@@ -121,7 +126,9 @@ MONEY = {
     "value": Money(places=MAX_DIGITS),
     # 0 is "no discount" (as Ozon's old_price 0): the update goes without it (``_no_discount``).
     "discountBase": Money(places=0, zero=True),
-    "minimumForBestseller": Money(places=MAX_DIGITS),
+    # 0 is "no minimum" (review ym400): the update goes without it, and Yandex deletes the
+    # minimum an update leaves out (§3.1 "Не передать этот параметр — удалится значение").
+    "minimumForBestseller": Money(places=MAX_DIGITS, zero=True),
 }
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 # The prices whose rules depend on ``value`` (contract 14, issue 32): a new one that breaks a
@@ -189,7 +196,8 @@ class _Item:
     def json(self, currency: str) -> dict[str, Any]:
         price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
         for name in FIELDS[1:]:
-            if name in self.fields and not (name == "discountBase" and not self.fields[name]):
+            # 0: no discount, no minimum; left out, Yandex drops it (§3.1, §3.6.2)
+            if self.fields.get(name):
                 price[name] = self.fields[name]
         return {"offerId": self.offer, "price": price}
 
@@ -210,6 +218,10 @@ class _Accepted:
     # field -> the version of the price it carries; a field missing (a receipt written before
     # versions were kept) is taken as the newest.
     versions: dict[str, int] = field(default_factory=dict)
+    # Refused by a 400 in these words (``CODE message``), yet maybe Yandex's all the same
+    # (``answers.maybe_taken``: "already set", or an earlier 400 may have taken it): shown as
+    # sent it is delivered; not shown within ``ym_apply_timeout``, terminal with these words.
+    refused: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,6 +550,7 @@ class YandexMarketTarget:
             self._monotonic() - age,
             versions=versions,
             sku=_sku(message),
+            refused=_refusal(message.receipt),
             settles_at=(
                 None if settles is None else self._monotonic() + (settles - now).total_seconds()
             ),
@@ -795,7 +808,12 @@ class YandexMarketTarget:
     # -- the update ------------------------------------------------------------------------
 
     async def _update(
-        self, items: list[_Item], splits: list[int] | None = None, *, went: bool = False
+        self,
+        items: list[_Item],
+        splits: list[int] | None = None,
+        *,
+        went: bool = False,
+        refused_before: bool = False,
     ) -> dict[str, Classification]:
         """Send the items; a 400 naming offers ends those and sends the rest again. A 400 is
         most likely all-or-nothing (research §3.4, open in §8), and a price sent twice is most
@@ -805,16 +823,28 @@ class YandexMarketTarget:
         e.g. a repeat refused after a first 400 that applied the rest). Review 32: an offer
         named only on the resend waited for its read-back the whole ym_apply_timeout.
         ``went``: the items are parts of a request that left and was refused (a 420 naming a
-        smaller budget): their ``ym-sent:`` marks stay even if a part is not sent now."""
+        smaller budget): their ``ym-sent:`` marks stay even if a part is not sent now.
+
+        ``refused_before``: each item was in an earlier 400 that did not name it (a half of a
+        request refused naming none, or the rest of one refused naming others). Whether a 400
+        applies the rest of its request is open (§8): if it does, Yandex took those items
+        then, and a repeat of a price taken may be refused (§3.5 open too). So an item
+        refused after that in words not about the offer as sent (``answers.maybe_taken``), or
+        in words that say its price is already set, is read back as an accepted one is, never
+        ended at once (review ym400: prices Yandex held were quarantined http-400, and a later
+        update of another price type brought the older price back)."""
         out: dict[str, Classification] = {}
         splits = [SPLITS] if splits is None else splits  # shared by the halves (``_Unnamed``)
         if len(items) > self.per_request:  # cut to Yandex's limit (``_TooBig``)
             for start in range(0, len(items), self.per_request):
                 part = items[start : start + self.per_request]
-                out.update(await self._update(part, splits, went=went))
+                out.update(
+                    await self._update(part, splits, went=went, refused_before=refused_before)
+                )
             return out
         left = items
-        for _ in range(RESENDS):
+        for round_ in range(RESENDS):
+            chain = refused_before or round_ > 0  # ``left`` was in a 400 that did not name it
             if not left:
                 break
             unmarked, others = await self._mark_sent(left)
@@ -846,22 +876,32 @@ class YandexMarketTarget:
                 )
             except _TooBig:  # per_request is below len(left) now: cut, each part sent
                 # (the refused request went: its ``ym-sent:`` marks stay, ``went``)
-                out.update(await self._update(left, splits, went=True))
+                out.update(await self._update(left, splits, went=True, refused_before=chain))
                 return out
             except _Unnamed as unnamed:
                 # A 400 naming no offer (research §3.4: validation errors name the offending
                 # offerId; this one does not): halves sent apart find the offers it refused,
                 # the others go (sent twice at worst: most likely 200, §3.5), bounded by
                 # SPLITS; an offer refused alone, or past the bound, ends with its words.
+                # After an earlier 400 (``chain``), Yandex may hold some already (a 400 that
+                # took the rest, §8): the read-back says which, and only the rest is halved.
+                if chain and len(left) > 1:
+                    held, left = await self._held_already(left, unnamed.classification.detail)
+                    out.update(held)
+                    if not left:
+                        return out
                 if len(left) > 1 and splits[0] >= 2:
                     splits[0] -= 2
                     half = len(left) // 2
-                    out.update(await self._update(left[:half], splits))
-                    out.update(await self._update(left[half:], splits))
+                    out.update(await self._update(left[:half], splits, refused_before=True))
+                    out.update(await self._update(left[half:], splits, refused_before=True))
                     return out
-                for item in left:
-                    out.update((m.message_id, unnamed.classification) for m in item.carried)
-                await self._not_taken(left)
+                words = unnamed.classification.detail
+                out.update(
+                    await self._refused(
+                        left, {i.offer: words for i in left}, refused_before=chain, unnamed=True
+                    )
+                )
                 return out
             except _Whole as whole:
                 out.update(self._unanswered(left, whole.classification))
@@ -870,7 +910,9 @@ class YandexMarketTarget:
                 return out
             except _Rejected as rejected:
                 named = [i for i in left if i.offer in rejected.named]
-                out.update(await self._refused(named, rejected.named, rejected.rules))
+                out.update(
+                    await self._refused(named, rejected.named, rejected.rules, refused_before=chain)
+                )
                 left = [i for i in left if i.offer not in rejected.named]
                 continue
             out.update(await self._took(left, "HTTP 200"))
@@ -882,18 +924,18 @@ class YandexMarketTarget:
             # all 500 quarantined after three rounds).
             splits[0] -= 2
             half = len(left) // 2
-            out.update(await self._update(left[:half], splits))
-            out.update(await self._update(left[half:], splits))
+            out.update(await self._update(left[:half], splits, refused_before=True))
+            out.update(await self._update(left[half:], splits, refused_before=True))
             return out
-        refused = Classification(
-            Verdict.TERMINAL,
-            f"HTTP 400: Yandex Market refused the request {RESENDS} times, each naming other "
-            "offers",
-            http_status=400,
+        # Each of the RESENDS 400s left these unnamed: any may have taken them (§8).
+        words = (
+            f"HTTP 400: Yandex Market refused the request {RESENDS} times, each naming other offers"
         )
-        for item in left:
-            out.update((m.message_id, refused) for m in item.carried)
-        await self._not_taken(left)
+        out.update(
+            await self._refused(
+                left, {i.offer: words for i in left}, refused_before=True, unnamed=True
+            )
+        )
         return out
 
     async def _mark_sent(self, items: list[_Item]) -> tuple[Classification | None, dict[str, str]]:
@@ -1051,8 +1093,14 @@ class YandexMarketTarget:
                     break
         return out
 
-    async def _took(self, taken: list[_Item], why: str) -> dict[str, Classification]:
-        """Items Yandex took (or may have): each waits for its read-back (``AWAITING``)."""
+    async def _took(
+        self, taken: list[_Item], why: str, refused: Mapping[str, str] | None = None
+    ) -> dict[str, Classification]:
+        """Items Yandex took (or may have): each waits for its read-back (``AWAITING``).
+        ``refused``: offer -> the words of a 400 that refused it while it may be Yandex's all
+        the same (``answers.maybe_taken``): read back the same way, and terminal with those
+        words when not shown within ``ym_apply_timeout`` (``_Accepted.refused``)."""
+        refused = refused or {}
         out: dict[str, Classification] = {}
         now = self._monotonic()
         wait = self._wait(0)
@@ -1065,15 +1113,18 @@ class YandexMarketTarget:
             # came) may land after this one (§3.5): the read-back cannot tell 1C's 100, 120, 100
             # apart until ``ym_apply_timeout`` has passed.
             settles_at: float | None = now + self.apply_timeout if item.sku in unsettled else None
+            words = refused.get(item.offer)
             for earlier in self._accepted.values():
                 if earlier.offer == item.offer and earlier.sku == item.sku:
                     if earlier.fields != item.fields:
                         settles_at = now + self.apply_timeout
-                    earlier.fields = dict(item.fields)
-                    earlier.versions = dict(item.versions)
+                    if words is None:  # taken for sure: it replaces the earlier whole
+                        earlier.fields = dict(item.fields)
+                        earlier.versions = dict(item.versions)
+                        earlier.refused = None
             # The settling moment survives a restart in the receipt (review 32e).
             settles = None if settles_at is None else at + timedelta(seconds=self.apply_timeout)
-            receipt = _receipt(item.offer, item.fields, at, item.versions, settles)
+            receipt = _receipt(item.offer, item.fields, at, item.versions, settles, refused=words)
             for m in item.carried:
                 self._not_applied.discard(m.message_id)
                 self._accepted[m.message_id] = _Accepted(
@@ -1083,11 +1134,17 @@ class YandexMarketTarget:
                     versions=dict(item.versions),
                     sku=item.sku,
                     settles_at=settles_at,
+                    refused=words,
                 )
-                taken_ = _accepted(
-                    f"{why}: Yandex Market accepted offer {item.offer!r}; read back in {wait:g} s",
-                    wait,
-                )
+                if words is None:
+                    said = f"{why}: Yandex Market accepted offer {item.offer!r}"
+                else:
+                    said = (
+                        f"HTTP 400 ({words}), yet Yandex Market may hold offer {item.offer!r} "
+                        "as sent (an earlier 400 may have taken it, or its price is already "
+                        "set)"
+                    )
+                taken_ = _accepted(f"{said}; read back in {wait:g} s", wait)
                 taken_.receipt = receipt
                 out[m.message_id] = taken_
         return out
@@ -1097,42 +1154,94 @@ class YandexMarketTarget:
         named: list[_Item],
         said: dict[str, str],
         rules: Mapping[str, frozenset[str]] | None = None,
+        *,
+        refused_before: bool = False,
+        unnamed: bool = False,
     ) -> dict[str, Classification]:
-        """Offers a 400 named: terminal with Yandex's words, unless the read-back shows each
-        field as sent (a price already set, refused as a repeat: delivered). One refused only
-        for its discount (``rules``: the dependent fields Yandex's words concern, §3.1) is a
-        price rule, ``channel-rule``, decided as the rule is before sending (issue 32): where
-        the item carried a new discount base beside a new value, only the discount base takes
-        it, and the value goes again without it, not charged (``shared.spread_rule``)."""
+        """Offers a 400 refused (``said``: offer -> Yandex's words; ``unnamed``: the words are
+        the whole answer's, naming no offer): terminal with Yandex's words, unless the
+        read-back shows each field as sent (a price already set, refused as a repeat:
+        delivered), or the offer may be Yandex's all the same (``answers.maybe_taken``, with
+        ``refused_before`` as ``_update`` says): then it waits for its read-back as an
+        accepted one does (``_took``), delivered when shown, terminal with these words when
+        not shown within ``ym_apply_timeout``. One refused as not in the catalogue
+        (``OFFER_NOT_FOUND``) is ``unknown-sku`` (contract 14). One refused only for its
+        discount (``rules``: the dependent fields Yandex's words concern, §3.1) is a price
+        rule, ``channel-rule``, decided as the rule is before sending (issue 32): where the
+        item carried a new discount base beside a new value, only the discount base takes it,
+        and the value goes again without it, not charged (``shared.spread_rule``)."""
         rules = rules or {}
         try:
             shown = await self._read_back(sorted({i.offer for i in named}))
         except _Whole:
             shown = {}
         out: dict[str, Classification] = {}
+        waiting: dict[str, str] = {}
         for item in named:
             seen = shown.get(item.offer)
+            words = said[item.offer]
             if seen is not None and _shows(seen, item.fields):
                 verdict = Classification(
                     Verdict.DELIVERED,
-                    f"HTTP 400 ({said[item.offer]}), read back: offer {item.offer!r} holds the "
-                    "price as sent already",
+                    f"HTTP 400 ({words.removeprefix('HTTP 400: ')}), read back: offer "
+                    f"{item.offer!r} holds the price as sent already",
                     http_status=400,
                     receipt=item.offer,
                 )
             elif item.offer in rules:
-                rule = answers.refused_by_rule(item.offer, said[item.offer])
+                rule = answers.refused_by_rule(item.offer, words)
                 out.update(shared.spread_rule(item, self.channel, rule, rules[item.offer]))
+                continue
+            elif answers.maybe_taken(words, refused_before=refused_before):
+                waiting[item.offer] = words.removeprefix("HTTP 400: ")
                 continue
             else:
                 verdict = Classification(
                     Verdict.TERMINAL,
-                    f"HTTP 400: Yandex Market refused offer {item.offer!r}: {said[item.offer]}",
+                    words
+                    if unnamed
+                    else f"HTTP 400: Yandex Market refused offer {item.offer!r}: {words}",
                     http_status=400,
+                    reason=Reason.UNKNOWN_SKU if answers.not_found(words) else None,
                 )
             out.update((m.message_id, verdict) for m in item.carried)
-        await self._not_taken([i for i in named if not _shows(shown.get(i.offer), i.fields)])
+        if waiting:
+            out.update(
+                await self._took([i for i in named if i.offer in waiting], "HTTP 400", waiting)
+            )
+        await self._not_taken(
+            [
+                i
+                for i in named
+                if i.offer not in waiting and not _shows(shown.get(i.offer), i.fields)
+            ]
+        )
         return out
+
+    async def _held_already(
+        self, items: list[_Item], words: str
+    ) -> tuple[dict[str, Classification], list[_Item]]:
+        """Of items a 400 naming none refused after an earlier 400 (which may have taken
+        them, §8), those the read-back shows as sent are delivered; the rest returned."""
+        try:
+            shown = await self._read_back(sorted({i.offer for i in items}))
+        except _Whole:
+            return {}, items
+        out: dict[str, Classification] = {}
+        rest: list[_Item] = []
+        for item in items:
+            if not _shows(shown.get(item.offer), item.fields):
+                rest.append(item)
+                continue
+            verdict = Classification(
+                Verdict.DELIVERED,
+                f"HTTP 400 ({words.removeprefix('HTTP 400: ')}), read back: offer "
+                f"{item.offer!r} holds the price as sent already",
+                http_status=400,
+                receipt=item.offer,
+            )
+            out.update((m.message_id, verdict) for m in item.carried)
+        return out, rest
 
     def _wait(self, reads: int) -> float:
         """Seconds before the next read-back of an accepted item: ``ym_apply_timeout``/40, then
@@ -1213,13 +1322,18 @@ class YandexMarketTarget:
                 continue
             if seen is None or not seen.found:
                 self._accepted.pop(m.message_id, None)
+                took = (
+                    f"Yandex Market accepted offer {a.offer!r}"
+                    if a.refused is None
+                    else f"HTTP 400: Yandex Market refused offer {a.offer!r} ({a.refused}),"
+                )
                 out[m.message_id] = Classification(
                     Verdict.TERMINAL,
-                    f"Yandex Market accepted offer {a.offer!r} but its read-back (offer-prices) "
-                    f"does not list it {self.apply_timeout:g} s later: no such offer in the "
-                    "cabinet's catalogue",
-                    http_status=200,
+                    f"{took} but its read-back (offer-prices) does not list it "
+                    f"{self.apply_timeout:g} s later: no such offer in the cabinet's catalogue",
+                    http_status=200 if a.refused is None else 400,
                     reason=Reason.UNKNOWN_SKU,
+                    receipt=None if a.refused is None else REFUSED,
                 )
                 continue
             if m.message_id in as_sent or m.message_id in late:
@@ -1278,6 +1392,16 @@ class YandexMarketTarget:
                     + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items()),
                     http_status=200,
                     receipt=a.offer,
+                )
+            elif m.message_id in late and a.refused is not None:
+                # Refused by a 400 and not Yandex's after all: it was never taken.
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = Classification(
+                    Verdict.TERMINAL,
+                    f"HTTP 400: Yandex Market refused offer {a.offer!r}: {a.refused}; its "
+                    f"read-back does not show the price {self.apply_timeout:g} s later either",
+                    http_status=400,
+                    receipt=REFUSED,
                 )
             elif m.message_id in late:
                 self._accepted.pop(m.message_id, None)
@@ -1515,6 +1639,7 @@ def _receipt(
     settles: datetime | None = None,
     *,
     prefix: str = ACCEPTED,
+    refused: str | None = None,
 ) -> str:
     """The receipt of an accepted item: ``ym-accepted:`` and JSON of when (UTC, ISO 8601), the
     offer, each field as sent (Decimals as text), the version of each field's price and, for
@@ -1527,7 +1652,21 @@ def _receipt(
     }
     if settles is not None:
         body["settles"] = settles.isoformat()
+    if refused is not None:
+        body["refused"] = refused
     return prefix + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+def _refusal(receipt: str | None) -> str | None:
+    """The words of the 400 an ``ym-accepted:`` receipt's item was refused in while it may be
+    Yandex's all the same (``_Accepted.refused``); None for any other."""
+    if not receipt or not receipt.startswith(ACCEPTED):
+        return None
+    try:
+        said = json.loads(receipt[len(ACCEPTED) :]).get("refused")
+    except (ValueError, AttributeError):
+        return None
+    return said if isinstance(said, str) else None
 
 
 def _from_receipt(
@@ -1595,16 +1734,19 @@ def _held(seen: _Read | None, price: MappedPrice) -> Decimal | None:
     no_discount = price.amount == 0 or price.amount == seen.shown.get("value")
     if price.mapped == "discountBase" and not held and no_discount:
         return price.amount
+    if price.mapped == "minimumForBestseller" and not held and price.amount == 0:
+        return price.amount  # no minimum asked, none held
     return held
 
 
 def _shows(seen: _Read | None, fields: Mapping[str, Decimal]) -> bool:
-    """Whether the read-back shows each field as sent (no discount sent: none shown)."""
+    """Whether the read-back shows each field as sent (no discount or no minimum sent: none
+    shown)."""
     if seen is None:
         return False
     for name, sent in fields.items():
         shown = seen.shown.get(name)
-        if name == "discountBase" and not sent:
+        if name in FIELDS[1:] and not sent:
             if shown:
                 return False
         elif shown != sent:
@@ -1678,7 +1820,8 @@ def _rule_broken(item: _Item) -> str | None:
                 f"{DISCOUNT_MIN}-{DISCOUNT_MAX} %"
             )
     least = item.fields.get("minimumForBestseller")
-    if least is not None and (not least.is_finite() or not 0 < least <= MAX_BESTSELLER):
+    # 0: no minimum, the update goes without it
+    if least is not None and (not least.is_finite() or not 0 <= least <= MAX_BESTSELLER):
         return (
             f"offer {item.offer!r}: minimumForBestseller {number(least)} is not in 0 < x ≤ "
             f"{MAX_BESTSELLER}"
