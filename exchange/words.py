@@ -1779,6 +1779,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Wildberries' catalogue has no good with vendor code {v}"),
     ),
     (
+        r"Wildberries said (?P<p>\d+) was set already for nmID (?P<n>\d+), and its catalogue "
+        r"holds it: the price is in force",
+        N_(
+            "Wildberries said {p} was set already for nmID {n}, and its catalogue holds it: the "
+            "price is in force"
+        ),
+    ),
+    (
         r"HTTP 400 (?P<w>.*): the price is in force already \(its catalogue holds (?P<h>\d+)\)",
         N_("HTTP 400 {w}: the price is in force already (its catalogue holds {h})"),
     ),

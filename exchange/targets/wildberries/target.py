@@ -198,6 +198,12 @@ REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:
 # ``quarantine_wait``).
 QUARANTINE_READS = 6
 QREAD_RECEIPT = "wb-qread:"
+# WB answered "already set" for this price (or it was found in force), but the send ended
+# before that was settled (a read after it held by the budget: a 4xx may cost ten requests,
+# research §2.3): wb-set:<roubles> in the delivery's receipt. The next attempt reads the price
+# back first (a request each) and uploads only when WB holds another price: uploaded again, it
+# would be refused "already set" again, at ten requests, for ever (``_set_before``).
+SET_RECEIPT = "wb-set:"
 FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
 # Uploads one refused upload may add, halving itself to find the goods a validation 400 (which
 # names none) refused (``_refused_whole``): a bad good among 1,000 is found in 20.
@@ -532,6 +538,10 @@ class WildberriesTarget:
             if key not in again_ids and isinstance(said, Classification)
         }
         try:
+            said_set = [g for g in upload if _said_set(g.price)]
+            if said_set:
+                upload = [g for g in upload if not _said_set(g.price)]
+                upload += await self._set_before(said_set, out)
             if stuck:
                 upload += await self._stuck(stuck, out)
             if left_out:
@@ -547,6 +557,28 @@ class WildberriesTarget:
             whole.answers.update({k: v for k, v in judged.items() if k not in whole.answers})
             raise
         return await self._behind_quarantine(out)
+
+    async def _set_before(self, goods: list[_Good], out: dict[str, _Said]) -> list[_Good]:
+        """Goods whose price WB said was set already when last sent (``SET_RECEIPT``): WB's
+        catalogue read back first (a request a good when few: an upload refused "already set"
+        may cost ten, research §2.3). Holding this price: in force (settled by the quarantine's
+        read, ``_behind_quarantine``); holding another: returned, to be uploaded."""
+        held = await self._held_prices({g.nm_id for g in goods})
+        again: list[_Good] = []
+        for g in goods:
+            if held.get(g.nm_id) != g.price.roubles:
+                again.append(g)
+                continue
+            out[g.price.message.message_id] = _in_force(
+                Classification(
+                    Verdict.DELIVERED,
+                    f"Wildberries said {g.price.roubles} was set already for nmID {g.nm_id}, "
+                    "and its catalogue holds it: the price is in force",
+                    http_status=200,
+                ),
+                g,
+            )
+        return again
 
     async def _behind_quarantine(self, out: dict[str, _Said]) -> dict[str, Classification]:
         """Each message's verdict (``out``'s): the prices found in force without this upload
@@ -604,6 +636,9 @@ class WildberriesTarget:
         a timeout charged; in words saying the list was read that many times. A token refused
         pauses; a read the budget holds (``budget_held``) waits as it says."""
         if failed.verdict in (Verdict.PAUSE, Verdict.AWAITING):
+            if failed.receipt is None and not (said.before or "").startswith(QREAD_RECEIPT):
+                # In force when last seen: read back first next time, never uploaded again.
+                return replace(failed, receipt=f"{SET_RECEIPT}{said.roubles}")
             return failed
         before = said.before or ""
         try:
@@ -1035,18 +1070,49 @@ class WildberriesTarget:
             return await self._after_upload(goods, upload_id)
         words = answers.error_text(response)
         if status == 400 and (answers.ALREADY_SET in words.lower() or answers.ALL_WRONG in words):
-            if len(goods) > 1 and not checked:
-                return await self._already_for_several(goods, words)
-            if len(goods) > 1:
-                # Read back, and refused again: one by one (a request each).
-                out: dict[str, _Said] = {}
+            try:
+                try:
+                    return await self._already(goods, words, alone, checked)
+                except _Answer as refused:
+                    if refused.classification.http_status != 429 or refused.answers:
+                        raise
+                    # The 400 may have cost ten requests (research §2.3): the read after it
+                    # met a 429, whose bar the budget now keeps; read once more after it (a
+                    # bar longer than a send waits: held, ``budget_held``).
+                    return await self._already(goods, words, alone, checked)
+            except _Answer as whole:
+                # Not settled now (a read after it refused or held by the budget): the next
+                # attempt reads back first (``SET_RECEIPT``), never uploads again at once
+                # (refused "already set" again, at ten requests, for ever: review 32n).
+                if whole.classification.http_status == 429:
+                    # Uncharged, as a 429 is, and the receipt kept (a busy site's release
+                    # keeps none): due when the budget's bar has passed.
+                    whole.classification = answers.budget_held(self.budget.poll_wait())
                 for g in goods:
-                    out.update(await self._upload([g], alone=True))
-                return out
-            return await self._already_or_refused(goods[0], words, alone)
+                    key = g.price.message.message_id
+                    if key not in whole.answers and whole.classification.receipt is None:
+                        whole.answers[key] = replace(
+                            whole.classification, receipt=f"{SET_RECEIPT}{g.price.roubles}"
+                        )
+                raise
         if status == 400:
             return await self._refused_whole(goods, response, splits, rebuilt)
         raise _Answer(answers.whole(response, "upload"))
+
+    async def _already(
+        self, goods: list[_Good], words: str, alone: bool, checked: bool
+    ) -> dict[str, _Said]:
+        """An upload refused "already set" (or "all item Nos. … incorrectly, or … already
+        set")."""
+        if len(goods) > 1 and not checked:
+            return await self._already_for_several(goods, words)
+        if len(goods) > 1:
+            # Read back, and refused again: one by one (a request each).
+            out: dict[str, _Said] = {}
+            for g in goods:
+                out.update(await self._upload([g], alone=True))
+            return out
+        return await self._already_or_refused(goods[0], words, alone)
 
     async def _refused_whole(
         self,
@@ -1693,6 +1759,11 @@ def _seconds(value: str | None) -> float:
         return max(0.0, float(value)) if value is not None else 1.0
     except ValueError:
         return 1.0
+
+
+def _said_set(p: _Price) -> bool:
+    """Whether WB said this price was set already when it was last sent (``SET_RECEIPT``)."""
+    return p.message.receipt == f"{SET_RECEIPT}{p.roubles}"
 
 
 def _replay_since(receipt: str | None, upload_id: int) -> datetime | None:
