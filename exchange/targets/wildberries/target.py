@@ -58,7 +58,7 @@ import json
 import logging
 import math
 import ssl
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -204,6 +204,8 @@ QREAD_RECEIPT = "wb-qread:"
 # back first (a request each) and uploads only when WB holds another price: uploaded again, it
 # would be refused "already set" again, at ten requests, for ever (``_set_before``).
 SET_RECEIPT = "wb-set:"
+# Budget takes a request makes at most while 429s come as it waits for its turn (``_call``).
+BAR_TRIES = 3
 FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
 # Uploads one refused upload may add, halving itself to find the goods a validation 400 (which
 # names none) refused (``_refused_whole``): a bad good among 1,000 is found in 20.
@@ -233,6 +235,19 @@ def _unnamed_upload(task: Task) -> str:
             "(it may have made a task all the same)"
         )
     return f"the upload of {task.price} whose answer was lost"
+
+
+@dataclass(slots=True)
+class _Going:
+    """What an upload carries (``_upload``): the goods, and when their rows were stored (right
+    before it went)."""
+
+    goods: list[_Good]
+    sent_at: datetime
+
+
+class _Unsent(Exception):
+    """A request ``_call``'s ``ready`` found nothing left to send for: not made."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -945,74 +960,89 @@ class WildberriesTarget:
         if not goods:
             return {}
         self._may_write()
-        # Stored before it goes (review 32 hole 2): an answer lost after WB made the task
-        # (never named to us again) leaves the goods held until that price is seen (``_stuck``).
-        sent_at = self.clock()
-        rows = [
-            Task(
-                g.nm_id,
-                UNNAMED,
-                Decimal(g.price.roubles),
-                g.price.message.message_id,
-                sent_at,
-                len(goods),
-            )
-            for g in goods
-        ]
+        going = _Going(list(goods), self.clock())
         taken: dict[str, Classification] = {}
-        if self.channel.sku_source == "article":
-            # One good at a time across workers (issue 32): a good another SKU of the article
-            # was sent to meanwhile, by a worker that read the holders before this one's
-            # claim was in, is not uploaded.
-            others = await self._db(
-                self.store.put_first,
-                rows,
-                {g.nm_id: (g.price.vendor_code, g.price.sku) for g in goods},
-                self.one_sku.prefixes,
-            )
-            for g in goods:
-                if g.nm_id in others:
-                    self.one_sku.lost(g.price.vendor_code, others[g.nm_id])
-                    taken[g.price.message.message_id] = _shared_article(g.price, others[g.nm_id])
-            goods = [g for g in goods if g.nm_id not in others]
-            if not goods:
-                return {**taken}
-            if others:  # the rows name the goods the upload carries
-                await self._db(
-                    self.store.put_tasks,
-                    [replace(row, goods=len(goods)) for row in rows if row.nm_id not in others],
+
+        async def store() -> dict[str, Any] | None:
+            """The goods' rows, stored right before the upload goes (its budget taken and its
+            turn come: review 32n finding 2, a batch still waiting for its turn is not "sent",
+            and a crash then holds nothing): an answer lost after WB made the task (never named
+            to us again) leaves the goods held until that price is seen (``_stuck``; review 32
+            hole 2). The upload's body, or None: nothing left to send."""
+            going.sent_at = self.clock()
+            rows = [
+                Task(
+                    g.nm_id,
+                    UNNAMED,
+                    Decimal(g.price.roubles),
+                    g.price.message.message_id,
+                    going.sent_at,
+                    len(going.goods),
                 )
-        else:
-            await self._db(self.store.put_tasks, rows)
+                for g in going.goods
+            ]
+            if self.channel.sku_source == "article":
+                # One good at a time across workers (issue 32): a good another SKU of the
+                # article was sent to meanwhile, by a worker that read the holders before this
+                # one's claim was in, is not uploaded.
+                others = await self._db(
+                    self.store.put_first,
+                    rows,
+                    {g.nm_id: (g.price.vendor_code, g.price.sku) for g in going.goods},
+                    self.one_sku.prefixes,
+                )
+                for g in going.goods:
+                    if g.nm_id in others:
+                        self.one_sku.lost(g.price.vendor_code, others[g.nm_id])
+                        taken[g.price.message.message_id] = _shared_article(
+                            g.price, others[g.nm_id]
+                        )
+                going.goods = [g for g in going.goods if g.nm_id not in others]
+                if not going.goods:
+                    return None
+                if others:  # the rows name the goods the upload carries
+                    await self._db(
+                        self.store.put_tasks,
+                        [
+                            replace(row, goods=len(going.goods))
+                            for row in rows
+                            if row.nm_id not in others
+                        ],
+                    )
+            else:
+                await self._db(self.store.put_tasks, rows)
+            return {"data": [{"nmID": g.nm_id, "price": g.price.roubles} for g in going.goods]}
+
         try:
-            return {
-                **taken,
-                **await self._upload_stored(goods, sent_at, alone, checked, splits, rebuilt),
-            }
+            said = await self._upload_stored(going, store, alone, checked, splits, rebuilt)
+            return {**taken, **said}  # ``taken`` filled by ``store``
         except _Answer as whole:
             whole.answers.update(taken)
             raise
 
     async def _upload_stored(
         self,
-        goods: list[_Good],
-        sent_at: datetime,
+        going: _Going,
+        store: Callable[[], Awaitable[dict[str, Any] | None]],
         alone: bool,
         checked: bool,
         splits: list[int] | None,
         rebuilt: bool,
     ) -> dict[str, _Said]:
-        """``_upload``, its goods' rows stored (``UNNAMED``, at ``sent_at``)."""
-        data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
-        nm_ids = [g.nm_id for g in goods]
+        """``_upload``: ``store`` writes the goods' rows (``UNNAMED``) right before the request
+        goes, and says what it carries (``going``: the goods, and when it went)."""
         try:
             response = await self._call(
-                "POST", "/api/v2/upload/task", "upload", body={"data": data}, judged=False
+                "POST", "/api/v2/upload/task", "upload", judged=False, ready=store
             )
+        except _Unsent:
+            return {}  # every good's article went to another SKU meanwhile
         except _Answer as failed:
             if not failed.classification.result_unknown:  # not sent, or refused whole
-                await self._db(self.store.drop_tasks, nm_ids, UNNAMED)
+                await self._db(self.store.drop_tasks, [g.nm_id for g in going.goods], UNNAMED)
             raise
+        goods, sent_at = going.goods, going.sent_at
+        nm_ids = [g.nm_id for g in goods]
         status = response.status_code
         if status not in (200, 208) and not _may_have_made_task(status):
             await self._db(self.store.drop_tasks, nm_ids, UNNAMED)
@@ -1691,20 +1721,41 @@ class WildberriesTarget:
         body: dict[str, Any] | None = None,
         judged: bool = True,
         counted: bool = True,
+        ready: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> httpx.Response:
         """One request within the budget (``counted``: it takes a token here; a poll took its
         own) and the worker's pace; a 429 bars the budget for ``X-Ratelimit-Retry``.
-        ``judged``: any answer but a 2xx raised as ``answers.whole`` reads it."""
+        ``judged``: any answer but a 2xx raised as ``answers.whole`` reads it. ``ready``: called
+        right before the request goes (its token taken, its turn come), the body it returns
+        sent (None: nothing to send, ``_Unsent``)."""
         if self._token is None:
             raise _Answer(answers.token_missing())
-        if counted:
-            try:
-                await self.budget.take(what if what != "poll" else "read", most=_PATIENCE.get())
-            except Later as later:
-                # A longer wait would hold the worker's stop (it waits for the sends in
-                # flight): what this request carried goes back uncharged, due when the budget
-                # lets it go (as the Yandex Market target's prices, yandex_market/pace.py).
-                raise _Answer(answers.budget_held(later.seconds)) from None
+        for tries in range(1, BAR_TRIES + 1):
+            refusals = self.budget.refusals
+            if counted:
+                try:
+                    await self.budget.take(what if what != "poll" else "read", most=_PATIENCE.get())
+                except Later as later:
+                    # A longer wait would hold the worker's stop (it waits for the sends in
+                    # flight): what this request carried goes back uncharged, due when the
+                    # budget lets it go (as the Yandex Market target's prices,
+                    # yandex_market/pace.py).
+                    raise _Answer(answers.budget_held(later.seconds)) from None
+                refusals = self.budget.refusals
+            sent_at = await self._pacer.turn()
+            if not counted or tries == BAR_TRIES or self.budget.refusals == refusals:
+                break
+            # A 429 came while this one waited for its turn (review 32n finding 3): the token
+            # it took is void, WB's bucket was empty; its bar holds this request too.
+            self._pacer.done(sent_at, None, None)
+        try:
+            if ready is not None:
+                body = await ready()
+                if body is None:
+                    raise _Unsent
+        except BaseException:
+            self._pacer.done(sent_at, None, None)
+            raise
         token = self._token
         headers = {"Authorization": token}
         content = None
@@ -1712,7 +1763,6 @@ class WildberriesTarget:
             content = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         self.requests_sent += 1
-        sent_at = await self._pacer.turn()
         try:
             response = await self._http.request(
                 method, path, params=params, content=content, headers=headers
