@@ -1716,6 +1716,34 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("HTTP 400 {w}: Wildberries refused nmID {n} of vendor code {v}"),
     ),
     (
+        r"Wildberries answered 208 with task (?P<t>\d+), an earlier task it named for these "
+        r"goods; its catalogue holds (?P<p>\d+) for nmID (?P<n>\d+): the price is in force",
+        N_(
+            "Wildberries answered 208 with task {t}, an earlier task it named for these goods; "
+            "its catalogue holds {p} for nmID {n}: the price is in force"
+        ),
+    ),
+    (
+        r"Wildberries answered 208 with task (?P<t>\d+), an earlier task it named for these "
+        r"goods, which has ended \((?P<why>.+)\): not applied now; uploaded again once WB makes "
+        r"a new task",
+        N_(
+            "Wildberries answered 208 with task {t}, an earlier task it named for these goods, "
+            "which has ended ({why*}): not applied now; uploaded again once WB makes a new task"
+        ),
+    ),
+    (
+        r"Wildberries has answered 208 with task (?P<t>\d+), an earlier task it named for these "
+        r"goods, which has ended \((?P<why>.+)\), for (?P<s>\d+) s instead of making a new "
+        r"task: the price is not applied",
+        N_(
+            "Wildberries has answered 208 with task {t}, an earlier task it named for these "
+            "goods, which has ended ({why*}), for {s} s instead of making a new task: the price "
+            "is not applied"
+        ),
+    ),
+    # The words before review 32n (a history written then).
+    (
         r"Wildberries answered 208 with task (?P<t>\d+), an identical upload made before; its "
         r"catalogue holds (?P<p>\d+) for nmID (?P<n>\d+): the price is in force",
         N_(

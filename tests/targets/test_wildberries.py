@@ -1275,6 +1275,9 @@ def test_a_208_naming_a_pending_task_of_another_price_is_not_this_prices_deliver
     assert Verdict.DELIVERED == answers[-1].verdict, answers
     assert 800 == sim.goods[good].price
     assert 2 == len(sim.tasks)
+    # Review 32n finding 4b: T1 carried another price; WB named an earlier task of the good,
+    # never "an identical upload".
+    assert not [a.detail for a in answers if "identical" in a.detail], answers
 
 
 def test_a_208_for_a_price_wb_holds_is_delivered_on_the_read_back(sim: WbSimulator) -> None:

@@ -1218,7 +1218,8 @@ class WildberriesTarget:
     async def _replayed(
         self, upload_id: int, tasks: list[Task], goods: list[_Good]
     ) -> dict[str, _Said]:
-        """A 208 names the task of an identical upload made before (research §2.1, §2.5: the
+        """A 208 names an earlier task of these goods (research §2.1, §2.5: an identical upload's,
+        or with ``dedup_by = goods`` any price's; the
         criterion and window are UNCONFIRMED). Still pending, that task is this upload's own:
         it has not applied yet, so its outcome is this price's, and the usual poll reads it.
         Ended (processed or cancelled), its outcome was then, not now: another task may have
@@ -1264,9 +1265,9 @@ class WildberriesTarget:
                 out[g.price.message.message_id] = _in_force(
                     Classification(
                         Verdict.DELIVERED,
-                        f"Wildberries answered 208 with task {upload_id}, an identical upload "
-                        f"made before; its catalogue holds {g.price.roubles} for nmID {g.nm_id}: "
-                        "the price is in force",
+                        f"Wildberries answered 208 with task {upload_id}, an earlier task it "
+                        f"named for these goods; its catalogue holds {g.price.roubles} for nmID "
+                        f"{g.nm_id}: the price is in force",
                         http_status=208,
                         receipt=f"wb-task:{upload_id}",
                     ),
@@ -1296,17 +1297,18 @@ class WildberriesTarget:
         if waited < self.task_timeout:
             return Classification(
                 Verdict.AWAITING,
-                f"Wildberries answered 208 with task {upload_id}, an identical upload that has "
-                f"ended ({why}): not applied now; uploaded again once WB makes a new task",
+                f"Wildberries answered 208 with task {upload_id}, an earlier task it named for "
+                f"these goods, which has ended ({why}): not applied now; uploaded again once WB "
+                "makes a new task",
                 http_status=208,
                 receipt=receipt,
                 again_in=REPLAY_WAIT,
             )
         return Classification(
             Verdict.TEMPORARY,
-            f"Wildberries has answered 208 with task {upload_id}, an identical upload that has "
-            f"ended ({why}), for {waited:.0f} s instead of making a new task: the price is not "
-            "applied",
+            f"Wildberries has answered 208 with task {upload_id}, an earlier task it named for "
+            f"these goods, which has ended ({why}), for {waited:.0f} s instead of making a new "
+            "task: the price is not applied",
             http_status=208,
             receipt=receipt,
             about_item=True,
