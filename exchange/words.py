@@ -1443,6 +1443,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "superseded on the channel. Send a new price from 1C if the channel's is wrong"
         ),
     ),
+    (
+        r"the channel's price quarantine now holds another price for the good in this "
+        r"version's place \(a newer upload replaced it there\): it will never reach buyers; "
+        r"superseded on the channel",
+        N_(
+            "the channel's price quarantine now holds another price for the good in this "
+            "version's place (a newer upload replaced it there): it will never reach buyers; "
+            "superseded on the channel"
+        ),
+    ),
     (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
     # a worker's note of a key that reads but may not write (``domain.pause.READ_ONLY_NOTE``):
     # the channels table's pause says it

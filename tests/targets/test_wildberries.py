@@ -1038,6 +1038,24 @@ def test_two_withheld_versions_of_one_good_are_each_asked_at_their_own_price(
     assert [Shown.UNKNOWN, Shown.LIVE] == shown
 
 
+def test_a_withheld_price_another_replaced_in_wbs_quarantine_ends_superseded_at_once(
+    sim: WbSimulator,
+) -> None:
+    """Review 32n finding 4a: 1C sent 300 (withheld: WB's quarantine holds it), then 280, which
+    replaced it there. 300 is no longer what WB withholds: confirmed in the cabinet, 280 would
+    go live, never 300; so it reads as replaced (the delivery ends superseded, in words that
+    say a newer upload replaced it in the quarantine), never "until the seller confirms"."""
+    store = MemoryWbStore()
+    v1, v2 = price("SKU-1", 1, "300.00"), price("SKU-1", 2, "280.00")
+    (first,) = send(make(sim, store, poll_at_once=True), v1)
+    (second,) = send(make(sim, store, poll_at_once=True), v2)
+
+    shown = run(make(sim, store), lambda t: t.withheld_shown([v1, v2]))
+
+    assert [Verdict.WITHHELD, Verdict.WITHHELD] == [first.verdict, second.verdict]
+    assert [Shown.REPLACED, Shown.WITHHELD] == shown
+
+
 QUARANTINE = "/api/v2/quarantine/goods"
 
 

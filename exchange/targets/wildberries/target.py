@@ -1626,13 +1626,15 @@ class WildberriesTarget:
 
     async def _withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
-        holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
+        holds it (the seller confirmed it in the cabinet); still listed: withheld, unless the
+        quarantine holds another price for the good (``REPLACED``: a newer upload replaced this
+        one there, and the delivery ends superseded); left with
         another price there (the seller's own, or a newer one of ours): unknown the first time
         (the catalogue may lag the cabinet: research §2.4 gives no time to apply), and
         ``ELSEWHERE`` when the next look finds the same other price: the delivery ends
         cancelled, superseded on the channel (contract 13), never withheld forever."""
         try:
-            held = await self.quarantined()
+            held = await self._quarantine()
             read = await self._read(messages)
             codes = {p.vendor_code for p in read if isinstance(p, _Price)}
             nm = await self._db(self.store.nm_ids, sorted(codes))
@@ -1647,7 +1649,11 @@ class WildberriesTarget:
                 continue
             key, where = p.message.message_id, nm[p.vendor_code]
             other = prices.get(where) if where not in held else None
-            if where in held:
+            if where in held and held[where] not in (None, p.roubles):
+                # Another price in its place there (a newer upload's: 300 withheld, then 280,
+                # review 32n finding 4a): confirmed, that one goes live, never this one.
+                shown.append(Shown.REPLACED)
+            elif where in held:
                 shown.append(Shown.WITHHELD)
             elif other == p.roubles:
                 shown.append(Shown.LIVE)
