@@ -131,6 +131,11 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     # In-progress messages whose worker waits out the site's Retry-After (contract 5c): they
     # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
     "delayed_awaiting": N_("of which wait for the marketplace (not a retry)"),
+    # A price that alone breaks its marketplace's rule waits for 1C's other price type
+    # (``ops.waits.awaiting_1c``): the wait is on 1C, not on the marketplace.
+    "delayed_awaiting_1c": N_(
+        "of which wait for 1C: the other price type (quarantined if it does not come)"
+    ),
     "in_progress_waiting": N_("of which wait: the site asked to wait until {until}"),
     # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
     "last_stopped_others": N_("Worker {worker} stopped {ago} ({when}); {others}"),
@@ -453,6 +458,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "delayed": NP_("state", "delayed"),
         # a delayed delivery that waits for its channel, not for a retry (exchange.ops.waits)
         "awaiting": NP_("state", "waiting for the marketplace"),
+        # a wait on 1C's other price type (``ops.waits.awaiting_1c``), not on the marketplace
+        "awaiting-1c": NP_("state", "waiting for 1C: the other price type"),
         "quarantined": NP_("state", "quarantined"),
         "cancelled": NP_("state", "cancelled"),
         "withheld": NP_("state", "withheld by the channel"),
@@ -471,6 +478,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "retry-scheduled": NP_("event", "retry scheduled"),
         "quarantined": NP_("event", "quarantined"),
         "released": NP_("event", "released"),
+        # a released attempt whose request went out and got no answer (``event_said``)
+        "released-unknown": NP_("event", "sent, answer unknown: sent again, not charged"),
         "lease-expired": NP_("event", "lease expired"),
         "operator-retry": NP_("event", "operator retry"),
         "operator-cancel": NP_("event", "operator cancel"),
@@ -546,6 +555,9 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "reason-marketplace": {
         "unknown-response": NP_("reason", "unknown response of the marketplace"),
         "http-": NP_("reason", "rejected by the marketplace"),
+        # A marketplace has no shop: its offer missing from the marketplace's catalogue (the
+        # advice, ``report.words``, says the same; review wbcat finding 2).
+        "unknown-sku": NP_("reason", "not in the marketplace's catalogue"),
     },
 }
 
@@ -1030,11 +1042,26 @@ _OS_ERRORS: dict[str, str] = {
 }
 
 
-def state_said(state: str | None, lang: Lang, *, awaiting: bool = False) -> str:
+def event_said(event: str | None, detail: str | None, lang: Lang) -> str:
+    """A history row's event in words. An uncharged attempt handed back (``released``) whose
+    request went out with no answer (its detail begins ``result-unknown:``,
+    ``queue.record``: a timeout after sending) was sent, not "returned unsent": said as sent,
+    answer unknown, sent again (review mpadvice item 3); any other by ``name``."""
+    if event == "released" and (detail or "").startswith("result-unknown: "):
+        return name("event", "released-unknown", lang)
+    return name("event", event, lang)
+
+
+def state_said(
+    state: str | None, lang: Lang, *, awaiting: bool = False, on_1c: bool = False
+) -> str:
     """A delivery's state in words: a delayed one that waits for its channel
     (``exchange.ops.waits.awaiting``: Ozon's hourly limit, an outcome read later, a read-back)
-    as a wait, never as a retry; any other by ``name``. The one rule ``find``, ``status``
-    and the workbench share."""
+    as a wait, never as a retry; one whose wait is on 1C's other price type (``on_1c``:
+    ``waits.awaiting_1c``) as a wait for 1C, never for the marketplace; any other by
+    ``name``. The one rule ``find``, ``status`` and the workbench share."""
+    if state == "delayed" and awaiting and on_1c:
+        return name("state", "awaiting-1c", lang)
     if state == "delayed" and awaiting:
         return name("state", "awaiting", lang)
     return name("state", state, lang)
@@ -1085,6 +1112,47 @@ def target_said(english: str, lang: Lang) -> str:
     return english
 
 
+_UNITS = {"en": ("d", "h", "min", "s"), "ru": ("д", "ч", "мин", "с")}
+
+
+def human_age(seconds: float | None, lang: str = "en") -> str:
+    """An age or a wait as a person reads it: the two largest units ("3 h 12 min", «3 ч 12
+    мин» with ``lang`` ``ru``), "-" for none. The one formatting of a duration that
+    ``status``, ``find`` and the workbench share (a detail's wait too: ``error_words``)."""
+    if seconds is None:
+        return "-"
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    d, h, m, s = _UNITS["ru" if lang == "ru" else "en"]
+    parts = [(days, d), (hours, h), (minutes, m), (secs, s)]
+    while len(parts) > 1 and parts[0][0] == 0:
+        parts.pop(0)
+    return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == s)
+
+
+# The groups of ``_ERRORS`` that hold a wait in seconds, said «{w} с» in a message: a wait of a
+# minute or more is said in minutes and hours (``human_age``), never «уйдёт через 2778 с»
+# (review mpadvice item 4: Ozon's hourly limit).
+_WAITS = ("w", "l")
+_LONG_WAIT_S = 60
+
+
+def _waits_said(message: str, values: Mapping[str, str | None], lang: Lang) -> str:
+    """``message`` (translated) with each long wait of ``values`` put in its place as
+    ``human_age`` says it, its unit with it; a short one (or no number) as it was."""
+    for group in _WAITS:
+        value = values.get(group) or ""
+        if not re.fullmatch(r"\d+(\.\d+)?", value) or float(value) < _LONG_WAIT_S:
+            continue
+        unit = _UNITS["ru" if lang == "ru" else "en"][3]
+        said = re.sub(rf"\{{{group}\}}\s+{unit}\b", human_age(float(value), lang), message)
+        if said != message:
+            message = said
+    return message
+
+
 def error_words(text: str, lang: Lang) -> str:
     """An error of the service, a detail of a message's history or the outcome of a 1C
     exchange, in the page's language."""
@@ -1110,7 +1178,7 @@ def error_words(text: str, lang: Lang) -> str:
                 values["parts"] = settings_words(values["parts"], lang)
             if "source" in values:
                 values["source"] = channels_source_words(values["source"], lang)
-            return _(message, lang).format(**values)
+            return _waits_said(_(message, lang), values, lang).format(**values)
     said = detail_words(text)
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
 
@@ -1615,6 +1683,25 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Wildberries cancelled task {t} (status 4): uploaded again"),
     ),
     (
+        r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+), which Wildberries names vendor "
+        r"code (?P<v>'.*') now, not (?P<s>'.*'): the vendor code map was stale and is read "
+        r"again; Wildberries' catalogue has no good with vendor code (?P<c>'.*') now",
+        N_(
+            "Wildberries: task {t} updated nmID {n}, which Wildberries names vendor code {v} "
+            "now, not {s}: the vendor code map was stale and is read again; Wildberries' "
+            "catalogue has no good with vendor code {c} now"
+        ),
+    ),
+    (
+        r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+), which Wildberries names vendor "
+        r"code (?P<v>'.*') now, not (?P<s>'.*'): the vendor code map was stale and is read "
+        r"again",
+        N_(
+            "Wildberries: task {t} updated nmID {n}, which Wildberries names vendor code {v} "
+            "now, not {s}: the vendor code map was stale and is read again"
+        ),
+    ),
+    (
         r"Wildberries: task (?P<t>\d+) updated nmID (?P<n>\d+)",
         N_("Wildberries: task {t} updated nmID {n}"),
     ),
@@ -1897,6 +1984,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "Wildberries sells at the old price until the seller confirms the new one in the "
             "seller's cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
+        ),
+    ),
+    (
+        r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)\. Wildberries does not change the price of "
+        r"a good while it is in a sale for its high inventory \(often hours or days\): the "
+        r"price is tried again, each try retry_max_delay after the last, and if the sale "
+        r"outlasts the tries it is quarantined \(retry-limit\); the seller can see the sale in "
+        r"Wildberries' seller cabinet and take the good out of it there where Wildberries "
+        r"allows it",
+        N_(
+            "Wildberries: {w} (task {t}). Wildberries does not change the price of a good while "
+            "it is in a sale for its high inventory (often hours or days): the price is tried "
+            "again, each try retry_max_delay after the last, and if the sale outlasts the tries "
+            "it is quarantined (retry-limit); the seller can see the sale in Wildberries' seller "
+            "cabinet and take the good out of it there where Wildberries allows it"
         ),
     ),
     (r"Wildberries: (?P<w>.*) \(task (?P<t>\d+)\)", N_("Wildberries: {w} (task {t})")),
@@ -2687,7 +2789,7 @@ def detail_words(text: str) -> str:
                 if "{" + key + ";}" in russian:
                     russian = russian.replace("{" + key + ";}", "{" + key + "}")
                     values[key] = "; ".join(detail_words(part) for part in values[key].split("; "))
-            return russian.format(**values)
+            return _waits_said(russian, values, "ru").format(**values)
     return text
 
 

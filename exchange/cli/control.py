@@ -78,6 +78,9 @@ def pause_command(
 )
 def resume_command(
     ctx: typer.Context,
+    note: Annotated[
+        str, typer.Option("--note", help=N_("Why, for the other operators (optional)."))
+    ] = "",
     channel: Annotated[
         str | None,
         typer.Option(
@@ -90,7 +93,11 @@ def resume_command(
         with transaction(engine) as connection:
             _known_channel(connection, channel)
             control.resume(
-                connection, operator=_os_user(), now=SystemClock().now(), channel=channel
+                connection,
+                operator=_os_user(),
+                now=SystemClock().now(),
+                channel=channel,
+                note=note.strip(),
             )
     lang = cli_lang()
     said = (

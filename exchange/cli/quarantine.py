@@ -385,6 +385,15 @@ def _print_action(
     # and name each message once, the per-channel lines count the deliveries
     touched = list(dict.fromkeys(result.touched))
     count, said = len(touched), _action_words(action, dry, len(touched))
+    if not count:
+        # nothing to do is said so, never «будут отменены 0 … чтобы отменить 0, добавьте
+        # --yes» (review mpadvice item 8)
+        said = (
+            _("nothing to retry: no message is quarantined as asked", cli_lang())
+            if action == "retry"
+            else _("nothing to cancel: no message is quarantined as asked", cli_lang())
+        )
+        unconfirmed = False
     out.print(said.format(count=count), markup=False)
     for message_id in touched:
         out.print(f"  {message_id}", markup=False)

@@ -40,8 +40,8 @@ from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
+from exchange.ops.find import by_message, find_whole, wait_from_now
 from exchange.ops.find import find as find_messages
-from exchange.ops.find import wait_from_now
 from exchange.ops.notify import last_told
 from exchange.ops.prioritize import prioritize
 from exchange.ops.status import (
@@ -56,7 +56,7 @@ from exchange.ops.status import (
 )
 from exchange.ops.waits import awaiting_in_story
 from exchange.queue import control
-from exchange.report.words import history_words
+from exchange.report.words import answer_said, history_words
 from exchange.settings import safe_url
 from exchange.words import (
     channels_named,
@@ -281,15 +281,14 @@ def find_command(
         settings = _settings(ctx)
         engine = _reading_engine(settings)
         with transaction(engine, read_only=True) as connection:
-            rows = _shown(find_messages(connection, term, channel=channel))
+            rows = _shown(find_whole(connection, term, channel=channel))
             several = len(channel_ids(connection)) > 1
     if as_json:
-        print(
-            json.dumps(
-                {"database": safe_url(settings.database_url), "messages": rows},
-                ensure_ascii=False,
-            )
-        )
+        # Contract 6: a list, an object per message (its state on each channel in
+        # ``deliveries``), each naming the database it was read from, as ``quarantine list``.
+        database = safe_url(settings.database_url)
+        found = [{**message, "database": database} for message in by_message(rows)]
+        print(json.dumps(found, ensure_ascii=False))
         return
     _header(settings)
     _print_found(rows, settings.display_tz, cli_lang(), several=several, now=SystemClock().now())
@@ -343,9 +342,13 @@ def _print_found(
 ) -> None:
     """Each message's full id on a line of its own (a table would cut it), then its facts: in
     Russian the state, kind and reason in words, the price as Russian writes it, the time in
-    the display zone («05.12.2026 14:30:00 MSK»); the id, SKU and codes as they are."""
+    the display zone («05.12.2026 14:30:00 MSK»); the id, SKU and codes as they are. A
+    message's deliveries (one row each, contract 13) follow its id, said once."""
+    last = None
     for row in rows:
-        out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
+        if row["message_id"] != last:
+            out.print(row["message_id"], markup=False, highlight=False, soft_wrap=True)
+        last = row["message_id"]
         facts = _found_facts(row, zone, lang, now)
         if several:  # contract 13: each delivery's channel (a rejected record: none)
             facts = (
@@ -388,7 +391,13 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | Non
     facts = [
         _("{state}  {kind} {aggregate} v{version}", lang).format(
             state=(
-                state_said(row["state"], lang, awaiting=bool(row.get("awaiting"))) or "—"
+                state_said(
+                    row["state"],
+                    lang,
+                    awaiting=bool(row.get("awaiting")),
+                    on_1c=bool(row.get("awaiting_1c")),
+                )
+                or "—"
                 if lang != "en"
                 else row["state"] or "-"
             ),
@@ -448,7 +457,12 @@ def _delivery_line(delivery: dict[str, Any], lang: Lang = "en", target: str | No
     headline."""
     state, reason = delivery["state"], delivery["reason"]
     if lang != "en":
-        state = state_said(state, lang, awaiting=bool(delivery.get("awaiting")))
+        state = state_said(
+            state,
+            lang,
+            awaiting=bool(delivery.get("awaiting")),
+            on_1c=bool(delivery.get("awaiting_1c")),
+        )
         reason = name("reason", reason, lang, target)
     return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
         channel=delivery["channel"],
@@ -515,7 +529,10 @@ def history(
             kind=name("kind", m["kind"], lang),
             aggregate=m["aggregate"],
             version=m["version"],
-            state=state_said(m["state"], lang, awaiting=bool(m.get("awaiting"))) or "—",
+            state=state_said(
+                m["state"], lang, awaiting=bool(m.get("awaiting")), on_1c=bool(m.get("awaiting_1c"))
+            )
+            or "—",
             reason=name("reason", m["reason"], lang, targets.get(m["channel"] or "")) or "—",
             attempts=m["attempts"],
         )
@@ -555,7 +572,9 @@ def history(
         leased = _in_zone(e["leased_at"], settings.display_tz, lang)
         if e["lease_until"]:  # unanswered (or still in flight): when its lease runs out
             leased += f" – {_in_zone(e['lease_until'], settings.display_tz, lang)}"
-        event, from_state, to_state = history_words(e["event"], e["from"], e["to"], lang, waits)
+        event, from_state, to_state = history_words(
+            e["event"], e["from"], e["to"], lang, waits, e["detail"]
+        )
         cells = (
             _in_zone(e["at"], settings.display_tz, lang),
             *([e.get("channel") or "—"] if by_channel else []),
@@ -565,7 +584,7 @@ def history(
             e["worker"] or "",
             str(e["attempt"] or ""),
             leased,
-            str(e["http_status"] or e["error_class"] or ""),
+            answer_said(e["http_status"], e["error_class"], lang) or "",
             detail,
         )
         # Text, not str: rich would read "[operator: note]" or data from the site as markup.

@@ -879,6 +879,18 @@ def _print_summary(console: Console, s: dict[str, Any], lang: Lang) -> None:
                 price=number(Decimal(w["price"]), lang),
                 said=detail_words(w["said"]) if lang == "ru" else w["said"],
             )
+            if shop["target"] == "wildberries":
+                # Wildberries' price quarantine is released in its cabinet, by the seller
+                # (research §2.4): the command releases nothing there (review mpadvice item 9)
+                say(
+                    _(
+                        "        in a real installation the seller releases it in the "
+                        "Wildberries seller's cabinet (Цены и скидки → Карантин цен); the "
+                        "service sees it released when Wildberries shows the price",
+                        lang,
+                    )
+                )
+                continue
             say(
                 _(
                     "        in a real installation an operator releases it with: exchange "

@@ -36,6 +36,10 @@ docs/simulators/wildberries.md, lists each with its test):
   price is uploaded (judged again, against the price in force) or the seller releases it in the
   cabinet (``release_in_cabinet``); an upload of the price in force ("already set") releases
   it only under the switch ``already_set_releases`` (§2.4 does not say).
+- The seller's cards change in the cabinet (§2.1: ``nmID`` is WB's, the vendor code the
+  seller's; §2.6 item 1): ``add_good`` makes a card, ``vendor_code_in_cabinet`` gives a card
+  another vendor code; the catalogue and the lines of tasks processed after it (``vendorCode``,
+  §2.4) say the new one.
 - 208 ``alreadyExists`` for an upload identical to one made within ``dedup_window`` (or, with
   ``dedup_by = "goods"``, of the same nmIDs at any price) (§2.5); "already set" is a 400 (§2.5).
 - Faults WB documents: 409 while the account switches currency (§2.1), 422 "Unexpected result"
@@ -370,6 +374,15 @@ class WbSimulator(LoopbackServer):
     def by_vendor_code(self, vendor_code: str) -> Good | None:
         with self.lock:
             return next((g for g in self.goods.values() if g.vendor_code == vendor_code), None)
+
+    def vendor_code_in_cabinet(self, nm_id: int, vendor_code: str) -> None:
+        """The seller changes the card's vendor code in the cabinet (research §2.1: ``nmID``
+        is WB's article, the vendor code the seller's; §2.6 item 1: the vendorCode -> nmID
+        mapping is the client's cache): the catalogue lists the card under the new code from
+        now on, and a task processed from now on names it in its lines (``vendorCode``,
+        §2.4). A new card for the old code: ``add_good``."""
+        with self.lock:
+            self.goods[nm_id].vendor_code = vendor_code
 
     def lock_for_sale(self, nm_id: int, locked: bool = True) -> None:
         """The good is put into a sale for its high inventory (research §2.4)."""

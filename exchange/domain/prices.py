@@ -48,3 +48,8 @@ class WaitingPrice:
 # (exchange.queue.lease.claim): the item then carries both, and the marketplace never shows the
 # new price of one type beside the old price of the other (review 32d).
 AWAITS_COMPANION = "awaits-companion"
+# The error class of a price that alone breaks its marketplace's rule and waits for 1C to send
+# the other price type (``targets.marketplace.items._waits_for_1c``): a wait on 1C, the
+# seller's data, not on the marketplace; ``status`` and the dashboard count it apart
+# (``ops.waits.awaiting_1c``; review mpadvice item 2).
+AWAITING_1C = "AwaitingPriceFrom1C"

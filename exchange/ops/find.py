@@ -45,7 +45,7 @@ from exchange.domain.reasons import CANCELLED_REASONS, Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import PENDING, State, values
 from exchange.errors import OperatorError
-from exchange.ops.waits import awaiting
+from exchange.ops.waits import awaiting, awaiting_1c
 
 FOUND_SHOWN = 200
 HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
@@ -272,6 +272,7 @@ def find(
                 m,
                 attempted(m).label("attempted"),
                 awaiting(m.c.id, m.c.channel_id, m.c.state).label("awaiting"),
+                awaiting_1c(m.c.id, m.c.channel_id, m.c.state).label("awaiting_1c"),
             )
             .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
             .offset(offset)
@@ -302,6 +303,8 @@ def find(
             "attempted": bool(r["attempted"]),
             # delayed waiting for its channel, not for a retry (exchange.ops.waits)
             "awaiting": bool(r["awaiting"]),
+            # of those, waiting for 1C's other price type (``waits.awaiting_1c``)
+            "awaiting_1c": bool(r["awaiting_1c"]),
             **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             # when a delayed one is due (its words' "goes in N s" was counted when the wait
@@ -315,6 +318,54 @@ def find(
         }
         for r in rows
     ]
+
+
+def find_whole(
+    connection: Connection, term: str, channel: Channel = None, shown: int = FOUND_SHOWN
+) -> list[dict[str, Any]]:
+    """``find``'s rows of at most ``shown`` messages, each with every one of its deliveries
+    on ``channel`` (every channel for None): a message is never cut at the limit, so what is
+    said of it (``by_message``'s ``deliveries``) names each of its channels."""
+    per = max(1, len(channel_ids(connection, channel)))
+    rows = find(connection, term, limit=shown * per, channel=channel)
+    kept = {row["message_id"] for row in by_message(rows)[:shown]}
+    return [row for row in rows if row["message_id"] in kept]
+
+
+# A delivery's own facts in ``find``'s rows; the rest is its message's.
+DELIVERY_FACTS = (
+    "state",
+    "reason",
+    "attempts",
+    "attempted",
+    "awaiting",
+    "next_try_at",
+    "last_error",
+    "target",
+    "updated_at",
+)
+
+
+def by_message(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``find``'s rows (one per delivery, a message's adjacent, its oldest channel's first)
+    as one object per message, in their order: contract 6's ``find --json``.
+
+    The message's facts, and its ``state`` as ``history`` says it: its delivery's on its
+    first channel (the oldest registered that has one; with ``--channel``, that channel's),
+    named by ``channel``, with that delivery's facts beside it (``reason``, ``attempts``,
+    ``last_error``, …); a rejected record's own state; ``null`` for a message on no channel.
+    ``deliveries``: its state on each channel, ``{channel: state}``; ``channels``: each
+    delivery's facts by its channel (``DELIVERY_FACTS``). Both are empty for a rejected
+    record (no channel's) and for a message on no channel."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        message = found.get(row["message_id"])
+        if message is None:
+            message = found[row["message_id"]] = {**row, "deliveries": {}, "channels": {}}
+        if row["channel"] is not None:
+            message["deliveries"][row["channel"]] = row["state"]
+            message["channels"][row["channel"]] = {fact: row[fact] for fact in DELIVERY_FACTS}
+    return list(found.values())
 
 
 # The figure of a channel's wait in its words (Ozon's hourly hold: "goes in N s", "tried once

@@ -49,7 +49,7 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition, nowhere_facts
-from exchange.ops.waits import awaiting
+from exchange.ops.waits import awaiting, awaiting_1c
 from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
@@ -63,6 +63,7 @@ from exchange.words import (
     reason_target,
     word,
 )
+from exchange.words import human_age as human_age  # the one duration, where it was read
 
 RECENT = timedelta(minutes=15)
 # A worker that has not reported for this long is gone (worker ids change with every start):
@@ -130,6 +131,9 @@ class Status:
     # (``exchange.ops.waits``: Ozon's hourly limit, an outcome read later, a read-back): a
     # part of ``counts["delayed"]``, said as a wait.
     awaiting_channel: int = 0
+    # Of the ``delayed`` ones that wait, those that wait for 1C to send the other price type
+    # (``waits.awaiting_1c``): not counted in ``awaiting_channel``, said as a wait for 1C.
+    awaiting_1c: int = 0
     # The ``withheld`` prices a newer price waits behind (``ops.withheld_behind``: Wildberries'
     # price quarantine): a part of ``counts["withheld"]`` that must not be confirmed.
     withheld_behind: int = 0
@@ -199,22 +203,28 @@ def status(
         site_unreachable_since=unreachable_since(shown),
         waiting_for_site=waiting_for_site(connection, shown, now, ids),
         awaiting_channel=awaiting_channel(connection, ids) if counts[State.DELAYED.value] else 0,
+        awaiting_1c=awaiting_channel(connection, ids, on_1c=True)
+        if counts[State.DELAYED.value]
+        else 0,
         withheld_behind=(
             sum(behind_counts(connection, ids).values()) if counts[State.WITHHELD.value] else 0
         ),
     )
 
 
-def awaiting_channel(connection: Connection, ids: list[int]) -> int:
+def awaiting_channel(connection: Connection, ids: list[int], *, on_1c: bool = False) -> int:
     """How many delayed deliveries on the channels ``ids`` wait for their channel
-    (``waits.awaiting``), not for a retry."""
+    (``waits.awaiting``), not for a retry, nor for 1C (``waits.awaiting_1c``); with ``on_1c``,
+    how many wait for 1C to send the other price type."""
     d = deliveries
+    for_1c = awaiting_1c(d.c.message_pk, d.c.channel_id, d.c.state)
     return int(
         connection.execute(
             select(func.count()).where(
                 on(d.c.channel_id, ids),
                 d.c.state == State.DELAYED.value,
                 awaiting(d.c.message_pk, d.c.channel_id, d.c.state),
+                for_1c if on_1c else not_(for_1c),
             )
         ).scalar_one()
     )
@@ -761,25 +771,6 @@ def blocked_aggregates(
     return result
 
 
-_UNITS = {"en": ("d", "h", "min", "s"), "ru": ("д", "ч", "мин", "с")}
-
-
-def human_age(seconds: float | None, lang: str = "en") -> str:
-    """An age as a person reads it: the two largest units ("3 h 12 min", «3 ч 12 мин» with
-    ``lang`` ``ru``), "-" for none."""
-    if seconds is None:
-        return "-"
-    whole = max(0, int(seconds))
-    days, rest = divmod(whole, 86_400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    d, h, m, s = _UNITS["ru" if lang == "ru" else "en"]
-    parts = [(days, d), (hours, h), (minutes, m), (secs, s)]
-    while len(parts) > 1 and parts[0][0] == 0:
-        parts.pop(0)
-    return " ".join(f"{value} {unit}" for value, unit in parts[:2] if value or unit == s)
-
-
 def when_ago(value: str | datetime | None, zone: str, now: datetime, lang: str = "en") -> str:
     """An absolute time in the display zone with how long ago it was beside it (issue 24 item
     8): ``2026-11-30 11:00:00 MSK (5 min ago)``, «… (5 мин назад)»."""
@@ -830,6 +821,9 @@ def tables(
         if state == State.DELAYED.value and figures.awaiting_channel:
             # a wait for the marketplace is no retry (``waits.awaiting``), as the dashboard
             states.add_row("  " + word("delayed_awaiting", lang), str(figures.awaiting_channel))
+        if state == State.DELAYED.value and figures.awaiting_1c:
+            # a wait on 1C's other price type is neither a retry nor the marketplace's
+            states.add_row("  " + word("delayed_awaiting_1c", lang), str(figures.awaiting_1c))
         waiting = figures.waiting_for_site
         if state == State.IN_PROGRESS.value and waiting:
             until = local_time(waiting["until"], zone)
@@ -1069,7 +1063,12 @@ def shown_workers(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int
     stopped, and the last stopped of each channel (a process's own rows, of no channel, as
     one more); how many other stopped rows there are, counted in one line instead. Short runs
     without EXCHANGE_WORKER_ID leave rows that only pruning removes (owner 31 item 7: 45 rows
-    after 15 runs); ``--json`` keeps them all."""
+    after 15 runs); ``--json`` keeps them all. A process whose delivery loops have rows of
+    their own (``<worker id>/<channel>``, contract 13: with EXCHANGE_CHANNELS) is read on
+    those rows: its own row (no channel, no pace: «обработчик ещё не сообщал») is not shown
+    beside them, so four workers read as four, not eight (review mpadvice item 7)."""
+    loops = {str(row["worker_id"]).rpartition("/")[0] for row in rows if row.get("channel")}
+    rows = [r for r in rows if r.get("channel") or r["worker_id"] not in loops]
     last: dict[str | None, dict[str, Any]] = {}
     for row in rows:
         if row.get("state") != WorkerState.STOPPED:
@@ -1177,21 +1176,9 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             "aggregate": row["aggregate"],
             "version": row["version"],
             "state": row["state"],
-            # delayed waiting for its channel, not for a retry (``waits.awaiting``)
-            "awaiting": row["state"] == State.DELAYED.value
-            and row["channel_id"] is not None
-            and bool(
-                connection.execute(
-                    select(
-                        awaiting(
-                            deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state
-                        )
-                    ).where(
-                        deliveries.c.message_pk == row["id"],
-                        deliveries.c.channel_id == row["channel_id"],
-                    )
-                ).scalar()
-            ),
+            # delayed waiting for its channel, not for a retry (``waits.awaiting``); of those,
+            # waiting for 1C's other price type (``waits.awaiting_1c``)
+            **_waits_of(connection, row),
             "reason": row["reason"],
             "attempts": row["attempts"],
             "superseded_by": row["superseded_by"],
@@ -1235,6 +1222,7 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             deliveries.c.attempts,
             deliveries.c.updated_at,
             awaiting(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
+            awaiting_1c(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
         )
         .join(channels, channels.c.id == deliveries.c.channel_id)
         .where(deliveries.c.message_pk == pk)
@@ -1248,9 +1236,26 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             "attempts": attempts,
             "updated_at": _iso(updated_at),
             "awaiting": bool(waits),  # a wait for the channel, not a retry (``waits``)
+            "awaiting_1c": bool(on_1c),  # of those, a wait for 1C's other price type
         }
-        for name, state, reason, attempts, updated_at, waits in rows
+        for name, state, reason, attempts, updated_at, waits, on_1c in rows
     ]
+
+
+def _waits_of(connection: Connection, row: Any) -> dict[str, bool]:
+    """Whether a message's delivery (``row``: its ``id``, ``channel_id``, ``state``) waits for
+    its channel (``awaiting``) and, of those, for 1C's other price type (``awaiting_1c``)."""
+    if row["state"] != State.DELAYED.value or row["channel_id"] is None:
+        return {"awaiting": False, "awaiting_1c": False}
+    d = deliveries
+    found = connection.execute(
+        select(
+            awaiting(d.c.message_pk, d.c.channel_id, d.c.state),
+            awaiting_1c(d.c.message_pk, d.c.channel_id, d.c.state),
+        ).where(d.c.message_pk == row["id"], d.c.channel_id == row["channel_id"])
+    ).first()
+    waits, on_1c = (bool(found[0]), bool(found[1])) if found is not None else (False, False)
+    return {"awaiting": waits, "awaiting_1c": on_1c}
 
 
 def in_flight(row: Any, before: str | None) -> dict[str, Any]:

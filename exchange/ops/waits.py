@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, select
+from sqlalchemy import ColumnElement, and_, func, select
 
 from exchange.db.schema import history
+from exchange.domain.prices import AWAITING_1C
 from exchange.domain.states import Event, State
 
 # The events that leave a delivery delayed after an attempt: which was last says why it waits.
@@ -37,6 +38,26 @@ def awaiting(pk: Any, channel_id: Any, state: Any) -> ColumnElement[bool]:
         .scalar_subquery()
     )
     return and_(state == State.DELAYED.value, last == Event.AWAITING_OUTCOME.value)
+
+
+def awaiting_1c(pk: Any, channel_id: Any, state: Any) -> ColumnElement[bool]:
+    """True for a delivery that ``awaiting`` says waits, whose wait is on 1C rather than on its
+    marketplace: a price that alone breaks the marketplace's rule and waits for 1C to send the
+    other price type (``domain.prices.AWAITING_1C``). ``status`` and the dashboard say it as
+    a wait for 1C, never as a wait for the marketplace."""
+    last = (
+        select(history.c.error_class)
+        .where(
+            history.c.message_pk == pk,
+            history.c.channel_id == channel_id,
+            history.c.event.in_(_DELAYING),
+        )
+        .order_by(history.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    # never NULL (a delaying event without an error class): ``not_`` of it must be true
+    return and_(awaiting(pk, channel_id, state), func.coalesce(last, "") == AWAITING_1C)
 
 
 def awaiting_in_story(

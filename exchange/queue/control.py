@@ -80,10 +80,13 @@ def resume(
     operator: str = "",
     now: datetime | None = None,
     channel: str | None = None,
+    note: str = "",
 ) -> bool:
     """Resume delivery: without ``channel`` every channel (every pause ends), with it that
     channel's own pause. False when nothing it ends was paused by an operator. Either way the
-    time is left for the loops paused by the site's refusal of a write (``resumed_at``)."""
+    time is left for the loops paused by the site's refusal of a write (``resumed_at``), with
+    who resumed and ``note``, why (optional; a pause's is required), as a pause keeps its own
+    (review mpadvice item 10)."""
     if channel is None:
         ending = or_(delivery_pause.c.name == PAUSE, delivery_pause.c.name.like(f"{PAUSE}:%"))
     else:
@@ -93,7 +96,7 @@ def resume(
     connection.execute(delete(delivery_pause).where(delivery_pause.c.name == name))
     connection.execute(
         insert(delivery_pause).values(
-            name=name, operator=operator, note="", paused_at=now or datetime.now(UTC)
+            name=name, operator=operator, note=note, paused_at=now or datetime.now(UTC)
         )
     )
     return resumed

@@ -9,13 +9,21 @@ deliveries it leased; renewing, recording and releasing all match on that token,
 that lost its lease records nothing over the new owner's. A claim and the recording of a
 batch are each a constant number of statements.
 
-On a marketplace channel (contract 14, "at most one item per SKU in flight per channel") a claim
-also passes over the aggregates whose SKU has another aggregate leased on the channel (a retail
-price and an old price of one SKU are one item there, carrying the other's latest known price:
-two in flight at once could each carry the other's older one). On PostgreSQL the claims of such
-a channel take turns (a transaction-scoped advisory lock on the channel), so that two workers
-never each pick one aggregate of a SKU before either sees the other's lease; SQLite's claim is
-one ``BEGIN IMMEDIATE`` already.
+On a marketplace channel (contract 14, "one item per SKU carrying every mapped price type's
+latest price, at most one item per SKU in flight per channel") a claim also passes over the
+aggregates whose SKU has another aggregate leased on the channel (a retail price and an old
+price of one SKU are one item there, carrying the other's latest known price: two in flight at
+once could each carry the other's older one), and takes along, under the same lease, every
+sibling of a SKU it picked (another aggregate of that SKU on the channel) whose delivery is due
+now, or waits for a price of its SKU (``AWAITS_COMPANION``), and is the one its aggregate may
+send as far as order goes: so the price types 1C staged together go in one item, however the
+claim order and ``limit`` cut the backlog (review ymtogether: Yandex showed the new ``value``
+beside the replaced ``discountBase`` for a while, and every SKU went twice). ``limit`` counts
+the aggregates picked, so a marketplace batch holds at most ``limit`` SKUs (items), each with
+its siblings: a target's ``requests`` keep each request within the marketplace's most items.
+On PostgreSQL the claims of such a channel take turns (a transaction-scoped advisory lock on
+the channel), so that two workers never each pick one aggregate of a SKU before either sees the
+other's lease; SQLite's claim is one ``BEGIN IMMEDIATE`` already.
 """
 
 from __future__ import annotations
@@ -168,7 +176,7 @@ class _ClaimSQL:
     pick: Select[Any]
     lease: Update  # on the channel's cursors
     candidates: Any  # a Select of 15 columns (its generic form differs in SQLAlchemy 2.0/2.1)
-    companions: Select[Any] | None = None  # one_per_sku: the picked SKUs' waiting companions
+    siblings: Select[Any] | None = None  # one_per_sku: the picked SKUs' other aggregates
 
 
 # The advisory lock's first key (its second is the channel's id): the claims of one marketplace
@@ -180,7 +188,7 @@ def _waits_for_companion(m: Any, kinds: KindPolicies) -> ColumnElement[bool]:
     """The delivery ``m`` (its cursor joined) waits, not charged, for another price type of
     its SKU (its receipt ``AWAITS_COMPANION``, exchange.targets.marketplace.items), and is
     the one its aggregate may send as far as order goes: a claim of its SKU takes it along
-    before its wait is over."""
+    before its wait is over (a wait for another cause, a retry's back-off, is kept)."""
     return and_(
         m.state == State.DELAYED.value,
         m.receipt == AWAITS_COMPANION,
@@ -252,18 +260,20 @@ def _claim_sql(
     # claim order), with what the message says.
     m = aliased(Delivery, name="d")
     eligible = _eligible(m, None, now, kinds, max_attempts)
-    companions = None
+    siblings = None
     if one_per_sku:
-        # A marketplace's item carries every price type of its SKU: a companion aggregate's
-        # delivery that waits for a price of its SKU goes with the one picked, under the same
-        # lease (one token: fencing holds for both), and its cursor is leased like any other.
+        # A marketplace's item carries every price type of its SKU: a sibling aggregate's
+        # delivery that is due now, or waits for a price of its SKU, goes with the one picked,
+        # under the same lease (one token: fencing holds for all), and its cursor is leased
+        # like any other. Found by SKU (``ix_aggregates_sku_key``), not along the claim order:
+        # wherever the claim order put it.
         c = aliased(Delivery, name="d")
         own = aggregates.alias("companion_aggregate")
         picked = aggregates.alias("picked_aggregate")
         picked_skus = select(picked.c.sku_key).where(
             one_of(picked.c.id, "ids", postgres), picked.c.sku_key.is_not(None)
         )
-        companions = (
+        siblings = (
             select(c.aggregate_id)
             .join(cursor, order.on_cursor(c))
             .join(own, own.c.id == c.aggregate_id)
@@ -272,13 +282,16 @@ def _claim_sql(
                 free,
                 own.c.sku_key.in_(picked_skus),
                 not_(one_of(cursor.c.aggregate_id, "ids", postgres)),
-                _waits_for_companion(c, kinds),
+                or_(
+                    _eligible(c, None, now, kinds, max_attempts),
+                    _waits_for_companion(c, kinds),
+                ),
             )
         )
         if excluding:
-            companions = companions.where(not_(one_of(cursor.c.aggregate_id, "exclude", postgres)))
+            siblings = siblings.where(not_(one_of(cursor.c.aggregate_id, "exclude", postgres)))
         if postgres:
-            companions = companions.with_for_update(skip_locked=True, of=cursor)
+            siblings = siblings.with_for_update(skip_locked=True, of=cursor)
         eligible = or_(eligible, _waits_for_companion(m, kinds))
     lease = {
         "lease_token": bindparam("token"),
@@ -314,7 +327,7 @@ def _claim_sql(
             eligible,
         )
         .order_by(*order.claim_order(m)),
-        companions=companions,
+        siblings=siblings,
     )
 
 
@@ -337,7 +350,8 @@ def claim(
     claim order (``order.claim_order``; the rule: domain/urgency.py). One statement picks.
     ``clock``, when given, is read for the lease's start once the aggregates are taken.
     ``one_per_sku``: a marketplace channel's claim (contract 14): no aggregate whose SKU has
-    another aggregate leased on the channel.
+    another aggregate leased on the channel, and every sibling of a SKU picked that is due
+    (or waits for its companion) taken along, beyond ``limit`` (see the module).
     """
     channel = one_channel(connection) if channel_id is None else channel_id
     token = new_token()
@@ -360,9 +374,10 @@ def claim(
     aggregate_ids = list(dict.fromkeys(picked))
     if not aggregate_ids:
         return Batch(token, until, [])
-    if sql.companions is not None:
-        # Beyond ``limit``: at most the other price types of the SKUs picked.
-        taken = connection.execute(sql.companions, {**params, "ids": aggregate_ids})
+    if sql.siblings is not None:
+        # Beyond ``limit``: at most the other price types of the SKUs picked (``limit`` counts
+        # a marketplace batch's items).
+        taken = connection.execute(sql.siblings, {**params, "ids": aggregate_ids})
         aggregate_ids.extend(a for a in dict.fromkeys(taken.scalars()) if a not in aggregate_ids)
     params["ids"] = aggregate_ids
     params["token"] = token

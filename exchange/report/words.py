@@ -16,7 +16,14 @@ from zoneinfo import ZoneInfo
 from exchange.i18n import N_, _, moment, ngettext
 from exchange.ops.waits import awaiting_in_story
 from exchange.report.model import Entry, HistoryEvent, Lang, Report
-from exchange.words import error_words, name, on_marketplace, reason_target, state_said
+from exchange.words import (
+    error_words,
+    event_said,
+    name,
+    on_marketplace,
+    reason_target,
+    state_said,
+)
 
 # Each label in English, marked for the catalogs (exchange/locale: the Russian is there). The order
 # of COLUMNS is the order of the detail table.
@@ -242,6 +249,21 @@ _MARKETPLACE_CHECK: dict[str, str] = {
         "The marketplace answered something the service does not understand, and may have taken "
         "the price: check the price in the marketplace's cabinet, then {retry} or {cancel}."
     ),
+    # A marketplace's channel maps its price types itself (contract 14, docs/marketplaces:
+    # ozon_price_types, wb_price_types, ym_price_types): the shop's settings are refused with
+    # EXCHANGE_CHANNELS, so naming them would send the seller to a setting that cannot be set.
+    "unmapped-price-type": N_(
+        "The channel does not know this price type: add it to the channel's own price mapping "
+        "(ozon_price_types on Ozon, wb_price_types on Wildberries, ym_price_types on Yandex "
+        "Market; in the channel's table [channels.NAME] of the TOML file or in "
+        "EXCHANGE_CHANNELS), {restart} and {retry}. To leave this price type out of this "
+        "channel, map it to false (null in EXCHANGE_CHANNELS) and {cancel}."
+    ),
+    "not-for-this-shop": N_(
+        "Left out on purpose: the channel's own price mapping (ozon_price_types, "
+        "wb_price_types or ym_price_types) maps this price type to false. Nothing to do; to "
+        "send it, map the price type to a price field of the marketplace."
+    ),
 }
 # A marketplace's ``unknown-sku`` (contract 14): no shop product, but an offer missing from the
 # marketplace's own catalogue, in its own terms (research §1.4 Ozon's offer_id, §2 WB's vendor
@@ -278,6 +300,25 @@ _SUPERSEDED = N_(
 _UNKNOWN_REASON = N_("Look at {history} and decide.")
 
 
+def advice_words(reason: str | None, target: str | None, *, superseded: bool = False) -> str:
+    """The advice ``next_check`` says for ``reason`` on a channel of ``target``, untranslated:
+    the one place that decides it per target's kind (a site's or a marketplace's, contract 14).
+    Two channels whose advice is the same text have one advice (the workbench's quarantine
+    page says it once, ``web.workbench.core.reasons_on``)."""
+    marketplace = on_marketplace(target)
+    if superseded:
+        return _SUPERSEDED
+    if marketplace and reason and reason.startswith("http-"):
+        return _REJECTED_BY_MARKETPLACE
+    if marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
+        return _MARKETPLACE_UNKNOWN_SKU[target]
+    if marketplace and reason in _MARKETPLACE_CHECK:
+        return _MARKETPLACE_CHECK[reason]
+    if reason and reason.startswith("http-"):
+        return _REJECTED_BY_SITE
+    return _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
+
+
 def next_check(
     reason: str | None,
     lang: Lang = "en",
@@ -289,19 +330,7 @@ def next_check(
     """What the operator has to check or do next, in plain words. ``steps`` says each of
     ``STEP_NAMES`` as a page does (its buttons); a report's own words by default. ``target``:
     the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask."""
-    marketplace = on_marketplace(target)
-    if superseded:
-        words = _SUPERSEDED
-    elif marketplace and reason and reason.startswith("http-"):
-        words = _REJECTED_BY_MARKETPLACE
-    elif marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
-        words = _MARKETPLACE_UNKNOWN_SKU[target]
-    elif marketplace and reason in _MARKETPLACE_CHECK:
-        words = _MARKETPLACE_CHECK[reason]
-    elif reason and reason.startswith("http-"):
-        words = _REJECTED_BY_SITE
-    else:
-        words = _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
+    words = advice_words(reason, target, superseded=superseded)
     said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
     advice = _(words, lang).format(reason=reason, **{k: said[k] for k in STEP_NAMES})
     pressed = sum(words.count(f"{{{step}}}") for step in _PRESSED)
@@ -504,6 +533,16 @@ def detail_row(
     return [values[column] for column in columns]
 
 
+def answer_said(http_status: int | None, error_class: str | None, lang: Lang) -> str | None:
+    """A history row's HTTP column: the channel's HTTP status; without one, an English reader
+    gets the service's error class (a code, as the English columns keep), a Russian one
+    nothing: «InvalidForChannel» is an internal name, and the detail beside it says the cause
+    in words (review mpadvice item 5)."""
+    if http_status is not None:
+        return str(http_status)
+    return error_class if lang == "en" else None
+
+
 def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
     """An entry's history in ``HISTORY_COLUMNS`` order; a Russian report names its events and
     states in words and says its details in Russian (the workbench's words: ``history_words``),
@@ -512,12 +551,12 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
         [
             entry.message_id,
             e.at,
-            *history_words(e.event, e.from_state, e.to_state, lang, waits),
+            *history_words(e.event, e.from_state, e.to_state, lang, waits, e.detail),
             e.worker,
             e.attempt,
             e.leased_at,
             e.lease_until,
-            str(e.http_status) if e.http_status is not None else e.error_class,
+            answer_said(e.http_status, e.error_class, lang),
             error_words(e.detail, lang) if e.detail else e.detail,
             e.operator,
             e.note,
@@ -540,16 +579,18 @@ def history_words(
     to_state: str | None,
     lang: Lang,
     awaits: tuple[bool, bool] = (False, False),
+    detail: str | None = None,
 ) -> tuple[str, str | None, str | None]:
     """A history row's event and states as a report says them: words in Russian, the stored
     codes in English (what ``exchange history --json`` and the logs say). ``awaits`` says
     whether its delayed from- and to-state wait for the channel rather than for a retry
     (``exchange.ops.waits.awaiting_in_story``): said as a wait (``state_said``), never as a
-    retry."""
+    retry. ``detail``: the row's, which says whether a released attempt was sent with its
+    answer unknown (``words.event_said``)."""
     if lang == "en":
         return event, from_state, to_state
     return (
-        name("event", event, lang),
+        event_said(event, detail, lang),
         state_said(from_state, lang, awaiting=awaits[0]) if from_state else from_state,
         state_said(to_state, lang, awaiting=awaits[1]) if to_state else to_state,
     )

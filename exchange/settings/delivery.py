@@ -34,8 +34,9 @@ class DeliverySettings(BaseModel):
         100,
         ge=1,
         le=100_000,
-        description="Most messages one lease takes (and sends) in a cycle; intake is not bounded "
-        "by it.",
+        description="Most messages one lease takes (and sends) in a cycle; on a marketplace "
+        "channel, most products (items), each with every price type of it that is due; intake "
+        "is not bounded by it.",
     )
     concurrency: int = Field(
         8,

@@ -165,9 +165,11 @@ class TargetSettings(BaseModel):
         gt=0,
         le=MAX_SECONDS,
         description="Wildberries: seconds between rebuilds of the vendor code -> nmID map from "
-        "WB's catalogue when a vendor code is missing from it (WB refusing an nmID rebuilds it "
-        "at once); a price for a vendor code missing meanwhile waits for the next rebuild, "
-        "then is unknown-sku if still missing.",
+        "WB's catalogue: no price goes out on a map older than this (it is read again first), "
+        "nor is it read again sooner for a vendor code missing from it (WB refusing an nmID, or "
+        "a task's line naming another vendor code, rebuilds it at once); a price for a vendor "
+        "code missing meanwhile waits for the next rebuild, then is unknown-sku if still "
+        "missing.",
     )
     site_batch_size: int = Field(
         1,

@@ -120,10 +120,11 @@ def test_a_posting_no_channel_takes_is_a_cause_found_and_seeded_from_it(
     assert f"exchange channels seed ИМЯ --from {message_id}" in words, describe(russian)
 
     # find and history: the message is there, on no channel, saying why
-    found = run_json(cli, "find", "ACC-16", "--json", db=db_url, env=env)["messages"]
-    assert [(r["message_id"], r["channel"], r["delivered_nowhere"]) for r in found] == [
-        (message_id, None, True)
+    found = run_json(cli, "find", "ACC-16", "--json", db=db_url, env=env)
+    assert [(r["message_id"], r["deliveries"], r["delivered_nowhere"]) for r in found] == [
+        (message_id, {}, True)
     ]
+    assert found[0]["state"] is None and found[0]["channel"] is None  # on no channel: no state
     assert found[0]["no_channel_takes"] is True
     shown = cli("find", "ACC-16", db=db_url, env=env)
     assert shown.returncode == 0, describe(shown)
@@ -382,7 +383,7 @@ def test_find_and_history_advise_the_seed_from_the_first_kept_version(
     the same."""
     with_site, ids = _kept_behind(cli, db_url, engine, tmp_path, site)
     first, second = ids[("DOC-1", 1)], ids[("DOC-1", 2)]
-    found = run_json(cli, "find", "DOC-1", "--json", db=db_url, env=with_site)["messages"]
+    found = run_json(cli, "find", "DOC-1", "--json", db=db_url, env=with_site)
     assert {r["message_id"]: r["seed_from"] for r in found if r["delivered_nowhere"]} == {
         first: first,
         second: first,

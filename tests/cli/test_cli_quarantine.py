@@ -255,3 +255,16 @@ def test_prioritize_puts_a_waiting_price_first_and_refuses_an_unknown_one_in_one
     )
     missing = cli("prioritize", "SKU-NONE", "--note", "x", db=db_url)
     assert_one_line_error(missing, "SKU-NONE")
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize("action", ["retry", "cancel"])
+def test_a_preview_with_nothing_to_do_says_so_without_zero_lines(
+    cli: Cli, db_url: str, scenario: Scenario, action: str
+) -> None:
+    """Review mpadvice item 8: a preview that matches nothing said «будут отменены 0 …
+    чтобы отменить 0 сообщений, добавьте --yes»; it says there is nothing to do."""
+    result = cli("quarantine", action, "--reason", "retry-limit", "--note", "n", db=db_url)
+    assert result.returncode == 0, describe(result)
+    assert f"nothing to {action}" in result.stdout, describe(result)
+    assert " 0 " not in result.stdout and "--yes" not in result.stdout, describe(result)

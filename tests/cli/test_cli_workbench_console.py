@@ -76,7 +76,7 @@ def test_find_and_history_by_sku_source_ref_and_prefix(
     cli: Cli, db_url: str, scenario: Scenario
 ) -> None:
     found = run_json(cli, "find", "DOC-1", "--json", db=db_url)
-    ids = [m["message_id"] for m in found["messages"]]
+    ids = [m["message_id"] for m in found]
     assert scenario.doc1_v1 in ids and len(ids) == 3
     text = cli("find", "DOC-1", db=db_url)
     assert text.returncode == 0 and scenario.doc1_v1 in text.stdout.splitlines()  # a whole line
@@ -86,7 +86,7 @@ def test_find_and_history_by_sku_source_ref_and_prefix(
     one = json.loads(cli("history", "SKU-REJ", "--json", db=db_url).stdout)
     assert one["message"]["aggregate"] == "SKU-REJ"
     by_ref = run_json(cli, "find", "Установка цен 000777", "--json", db=db_url)
-    assert [m["aggregate"] for m in by_ref["messages"]] == ["SKU-BAD"]
+    assert [m["aggregate"] for m in by_ref] == ["SKU-BAD"]
 
 
 def test_filters_are_checked_against_the_known_reasons_and_kinds(

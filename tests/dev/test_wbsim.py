@@ -129,6 +129,29 @@ def test_catalogue_paging_gives_each_vendor_codes_nmid(
     assert {f"SKU-{n}": nm(sim, f"SKU-{n}") for n in range(1, 6)} == seen
 
 
+def test_a_cards_vendor_code_changed_in_the_cabinet_is_listed_and_named_in_task_lines(
+    sim: WbSimulator, client: httpx.Client
+) -> None:
+    """The seller renames a card and makes a new one under the old vendor code (research §2.1:
+    ``nmID`` is WB's, the vendor code the seller's; §2.6 item 1): the catalogue lists both
+    under their codes now, and a task processed after the rename names the new code in its
+    line (§2.4: ``historyGoods`` carry ``vendorCode``)."""
+    sim.lock_for_sale(nm(sim, "SKU-2"))  # status 5: the lines are the ones read
+    old = nm(sim, "SKU-1")
+    upload_id = task_id(
+        upload(client, {"nmID": old, "price": 900}, {"nmID": nm(sim, "SKU-2"), "price": 900})
+    )
+    sim.vendor_code_in_cabinet(old, "SKU-1-old")
+    new = sim.add_good("SKU-1", price=1000).nm_id
+    processed(sim, client, upload_id)
+
+    listed = client.get(LIST, params={"limit": 1000}).json()["data"]["listGoods"]
+    by_code = {g["vendorCode"]: g["nmID"] for g in listed}
+    assert (old, new) == (by_code["SKU-1-old"], by_code["SKU-1"])
+    lines = {g["nmID"]: g for g in goods_of(client, upload_id)}
+    assert ("SKU-1-old", 2) == (lines[old]["vendorCode"], lines[old]["status"])
+
+
 def test_catalogue_limit_is_required_and_at_most_1000(client: httpx.Client) -> None:
     for params in ({}, {"limit": 1001}, {"limit": 0}):
         answer = client.get(LIST, params=params)

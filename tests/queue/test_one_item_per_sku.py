@@ -12,9 +12,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
+from exchange.db.schema import aggregates
 from exchange.dev.testing import fast_settings, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.intake import staging_table as intake
@@ -68,18 +69,61 @@ def test_a_second_aggregate_of_a_sku_in_flight_waits_on_a_marketplace_channel(
     engine: Engine, settings: Settings, clock: FakeClock
 ) -> None:
     take(
-        engine,
-        settings,
-        clock,
-        [
-            typed_row("SKU-1", 1, "retail"),
-            typed_row("SKU-1", 1, "old"),
-            typed_row("SKU-2", 1, "retail"),
-        ],
+        engine, settings, clock, [typed_row("SKU-1", 1, "retail"), typed_row("SKU-2", 1, "retail")]
     )
     assert claim(engine, settings, clock, "w1", 1) == ["SKU-1/retail"]
+    take(engine, settings, clock, [typed_row("SKU-1", 1, "old")])  # came while SKU-1 is out
     assert claim(engine, settings, clock, "w2", 10) == ["SKU-2/retail"], "SKU-1 is in flight"
     assert claim(engine, settings, clock, "w3", 10) == []
+
+
+def test_a_claim_takes_every_due_sibling_of_a_sku_it_picks_beyond_its_limit(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """Review ymtogether: 1C staged every SKU's retail price, then every old price, in one
+    transaction; a claim of 2 along the claim order finds only retail prices, and took them
+    alone: the marketplace showed the new price beside the replaced old one until a later
+    claim sent the old price, and each SKU went twice. A claim that picks an aggregate of a
+    SKU takes along, under the same lease, every sibling of it due now (``limit`` counts the
+    SKUs, the items), and keeps a sibling's own back-off and an excluded sibling out."""
+    rows = [typed_row(f"SKU-{g}", 1, "retail") for g in range(1, 5)]
+    rows += [typed_row(f"SKU-{g}", 1, "old") for g in range(1, 5)]
+    take(engine, settings, clock, rows)
+    _wait(engine, clock, "SKU-2/old", None)  # a retry's back-off: not due for a minute
+    with transaction(engine) as c:
+        batch = lease.claim(
+            c,
+            worker="w1",
+            now=clock.now(),
+            limit=2,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            kinds=settings.policies,
+            one_per_sku=True,
+        )
+    assert sorted(m.aggregate for m in batch.messages) == [
+        "SKU-1/old",
+        "SKU-1/retail",
+        "SKU-2/retail",
+    ]
+    with transaction(engine) as c:
+        assert lease.renew(c, batch.token, clock.now()) == 3, "one lease holds them all"
+    with transaction(engine) as c:
+        old_3 = c.execute(
+            select(aggregates.c.id).where(aggregates.c.aggregate == "SKU-3/old")
+        ).scalar_one()
+        excluded = lease.claim(
+            c,
+            worker="w2",
+            now=clock.now(),
+            limit=1,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_attempts,
+            kinds=settings.policies,
+            exclude=[old_3],
+            one_per_sku=True,
+        )
+    assert [m.aggregate for m in excluded.messages] == ["SKU-3/retail"], "excluded stays out"
 
 
 def test_other_channels_claim_two_aggregates_of_one_sku_as_before(
@@ -101,8 +145,9 @@ def test_the_aggregates_of_one_sku_may_come_in_one_batch(
 def test_an_expired_lease_of_a_sibling_does_not_hold_a_sku_back(
     engine: Engine, settings: Settings, clock: FakeClock
 ) -> None:
-    take(engine, settings, clock, [typed_row("SKU-1", 1, "retail"), typed_row("SKU-1", 1, "old")])
+    take(engine, settings, clock, [typed_row("SKU-1", 1, "retail")])
     assert claim(engine, settings, clock, "w1", 1) == ["SKU-1/retail"]
+    take(engine, settings, clock, [typed_row("SKU-1", 1, "old")])
     clock.advance(31)  # w1 died: its lease ran out
     assert claim(engine, settings, clock, "w2", 10) == ["SKU-1/old", "SKU-1/retail"]
 
@@ -112,7 +157,9 @@ def test_two_workers_claiming_at_once_never_lease_two_aggregates_of_one_sku(
 ) -> None:
     """The first worker's claim has picked SKU-1's retail price and not yet committed when the
     second claims: the second must not take SKU-1's old price (PostgreSQL: SKIP LOCKED passes
-    over the first's row, and its lease is not yet visible; the channel's claims take turns)."""
+    over the first's row, and its lease is not yet visible; the channel's claims take turns).
+    The old price waits out a retry's back-off at the first claim (so it is not taken along)
+    and is due at the second's."""
     take(
         engine,
         settings,
@@ -123,6 +170,7 @@ def test_two_workers_claiming_at_once_never_lease_two_aggregates_of_one_sku(
             typed_row("SKU-2", 1, "retail"),
         ],
     )
+    _wait(engine, clock, "SKU-1/old", None)  # due in a minute
     picked = threading.Event()
     results: dict[str, list[str]] = {}
     errors: list[BaseException] = []
@@ -135,7 +183,7 @@ def test_two_workers_claiming_at_once_never_lease_two_aggregates_of_one_sku(
                     worker="w1",
                     now=clock.now(),
                     limit=1,
-                    lease_seconds=settings.lease_seconds,
+                    lease_seconds=300.0,  # still held when the second claims, a minute on
                     max_attempts=settings.max_attempts,
                     kinds=settings.policies,
                     one_per_sku=True,
@@ -150,6 +198,7 @@ def test_two_workers_claiming_at_once_never_lease_two_aggregates_of_one_sku(
     def second() -> None:
         try:
             picked.wait(timeout=10)
+            clock.advance(61)  # SKU-1's old price is due now
             results["w2"] = claim(engine, settings, clock, "w2", 10)
         except BaseException as exc:
             errors.append(exc)

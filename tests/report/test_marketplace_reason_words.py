@@ -35,6 +35,22 @@ def test_a_marketplaces_unknown_response_and_refusal_name_the_marketplace(target
 
 
 @pytest.mark.parametrize("target", MARKETPLACES)
+def test_a_marketplaces_unknown_sku_reason_names_its_catalogue_never_a_shop(target: str) -> None:
+    """Review wbcat finding 2: ``status`` and ``quarantine list`` (``name``) said «нет такого
+    товара в магазине» on a Wildberries channel: a marketplace has no shop."""
+    said = name("reason", "unknown-sku", "ru", target)
+    assert said == "нет товара в каталоге площадки (unknown-sku)", said
+    assert "магазин" not in said
+    assert name("reason", "unknown-sku", "en", target) == (
+        "not in the marketplace's catalogue (unknown-sku)"
+    )
+    # a shop's channel keeps the shop's words
+    assert name("reason", "unknown-sku", "ru", "woocommerce") == (
+        "нет такого товара в магазине (unknown-sku)"
+    )
+
+
+@pytest.mark.parametrize("target", MARKETPLACES)
 @pytest.mark.parametrize("reason", ["retry-limit", "unknown-response", "http-400"])
 def test_a_marketplaces_advice_sends_to_its_cabinet_never_to_a_site_team(
     target: str, reason: str
@@ -118,3 +134,40 @@ def test_the_quarantine_reports_advice_follows_the_entrys_channel(target: str) -
             assert "кабинете площадки" in advice and "сайт" not in advice.lower(), advice
         else:
             assert "командой сайта" in advice, advice
+
+
+@pytest.mark.parametrize("target", MARKETPLACES)
+@pytest.mark.parametrize("reason", ["unmapped-price-type", "not-for-this-shop"])
+def test_a_marketplaces_price_type_advice_names_the_channels_own_mapping(
+    target: str, reason: str
+) -> None:
+    """Review mpadvice item 1: with EXCHANGE_CHANNELS the shop's settings
+    (EXCHANGE_WOO_PRICE_FIELDS, EXCHANGE_BITRIX_PRICE_TYPES) are refused at start, so a
+    marketplace's channel's advice names its own mapping (ozon_price_types, wb_price_types,
+    ym_price_types; ``false`` in TOML), in every place that says it (one rule:
+    ``advice_words``)."""
+    for lang in ("en", "ru"):
+        said = next_check(reason, lang, target=target)
+        assert "EXCHANGE_WOO_PRICE_FIELDS" not in said, said
+        assert "EXCHANGE_BITRIX_PRICE_TYPES" not in said, said
+        for mapping in ("ozon_price_types", "wb_price_types", "ym_price_types"):
+            assert mapping in said, said
+        assert "false" in said, said
+    ru = next_check(reason, "ru", target=target)
+    assert "магазин" not in ru.lower(), ru
+    # a shop's channel keeps the shop's settings
+    assert "EXCHANGE_WOO_PRICE_FIELDS" in next_check(reason, "ru", target="woocommerce")
+    assert "EXCHANGE_WOO_PRICE_FIELDS" in next_check(reason, "ru")
+
+
+def test_the_workbench_says_one_advice_once_for_three_marketplaces() -> None:
+    """Review mpadvice item 1: the quarantine page printed the same paragraph once per
+    marketplace's channel; a reason with one advice on several channels is said once."""
+    from exchange.web.workbench.core import reasons_on
+
+    targets = {"ozon": "ozon", "wildberries": "wildberries", "yandex-market": "yandex-market"}
+    rows = [{"reason": "unmapped-price-type", "channel": channel} for channel in targets]
+    rows.append({"reason": "unmapped-price-type", "channel": "site"})
+    said = reasons_on(rows, {**targets, "site": "woocommerce"})
+    assert len(said) == 2, said  # the marketplaces' advice once, the site's once
+    assert {on_marketplace(target) for _, target in said} == {True, False}

@@ -386,7 +386,15 @@ def test_a_task_wb_never_shows_holds_its_good_then_is_uploaded_again_past_the_ho
     sim.switches.processing_delay = 10_000.0
     sim.switches.pending_in_buffer = False
     send(make(sim, store, clock=clock), price("SKU-1", 1, "900.00"))
-    make_t = lambda: make(sim, store, clock=clock, task_timeout=1800, lost_hold=600)  # noqa: E731
+    make_t = lambda: make(  # noqa: E731
+        # the map read again past its refresh is not this test's: only the read-backs counted
+        sim,
+        store,
+        clock=clock,
+        task_timeout=1800,
+        lost_hold=600,
+        catalogue_refresh=10_000,
+    )
     clock.now += timedelta(seconds=1801)
     reads = sim.requests["/api/v2/list/goods/filter"]
 
@@ -1721,3 +1729,78 @@ def test_polls_take_the_whole_rate_once_uploads_stop() -> None:
     _, polls, _ = _race(budget, 1.0, uploaders=0)
     # A poll asked every 10 ms: about the whole rate, 40 a second (their share would be 2).
     assert polls >= 0.7 * 40, polls
+
+
+def test_a_map_older_than_the_refresh_is_read_again_before_an_upload(
+    sim: WbSimulator, engine: Engine
+) -> None:
+    """Review wbcat finding 1 (contract 14, read beyond its words: the map is never older than
+    ``wb_catalogue_refresh`` when a price goes out). SKU-1 and SKU-2 delivered; then in WB's
+    cabinet (research §2.1, §2.6 item 1) card SKU-1 is renamed "SKU-1-old" and a new card made
+    for "SKU-1", and card SKU-2 renamed "SKU-2x". Past the refresh (a new target each attempt,
+    the map in the database: SQLite and PostgreSQL, as after a restart) SKU-1's price goes to
+    its new card, never to the old one, and SKU-2 is unknown-sku."""
+    store, clock = DbWbStore(engine, "wb"), Clock()
+
+    def target() -> WildberriesTarget:
+        return make(sim, store, poll_at_once=True, clock=clock, catalogue_refresh=30)
+
+    old_1, old_2 = nm(sim, "SKU-1"), nm(sim, "SKU-2")
+    first = send(target(), price("SKU-1", 1, "900.00"), price("SKU-2", 1, "900.00"))
+    sim.vendor_code_in_cabinet(old_1, "SKU-1-old")
+    new_1 = sim.add_good("SKU-1", price=1000).nm_id
+    sim.vendor_code_in_cabinet(old_2, "SKU-2x")
+    clock.now += timedelta(seconds=31)
+
+    moved, gone = send(target(), price("SKU-1", 2, "800.00"), price("SKU-2", 2, "800.00"))
+
+    assert [Verdict.DELIVERED] * 2 == [a.verdict for a in first], first
+    assert Verdict.DELIVERED == moved.verdict, moved
+    assert [800] == sim.applied[new_1], "the price went to the card holding SKU-1 now"
+    assert [900] == sim.applied[old_1], "never to the card SKU-1 left"
+    assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (gone.verdict, gone.reason), gone
+    assert [900] == sim.applied[old_2]
+    assert new_1 == store.nm_ids(["SKU-1"])["SKU-1"]
+
+
+@pytest.mark.parametrize("card", ["made-again", "none"])
+def test_a_task_line_naming_another_vendor_code_has_the_map_read_again(
+    sim: WbSimulator, engine: Engine, card: str
+) -> None:
+    """Review wbcat finding 1, the task's own lines (research §2.4: ``historyGoods`` carry
+    ``vendorCode``): card SKU-1 is renamed in WB's cabinet (§2.1, §2.6 item 1) after its price
+    was uploaded and before WB processed the task, within ``wb_catalogue_refresh``. The line
+    names "SKU-1-old": the map is read again at once; the price goes to the card bearing
+    SKU-1 now (made-again), or, none bearing it, is unknown-sku with words naming the nmID it
+    landed on (SQLite and PostgreSQL: a new target each attempt, as after a restart)."""
+    sim.switches.processing_delay = 60.0
+    old = nm(sim, "SKU-1")
+    sim.lock_for_sale(nm(sim, "SKU-2"))  # status 5: the task's lines are read
+    store = DbWbStore(engine, "wb")
+    make_t = lambda: make(  # noqa: E731
+        sim, store, clock=sim.clock.datetime, catalogue_refresh=10_000
+    )
+    messages = (price("SKU-1", 1, "900.00"), price("SKU-2", 1, "900.00"))
+    first = send(make_t(), *messages)
+    reads = sim.requests["/api/v2/list/goods/filter"]
+    sim.vendor_code_in_cabinet(old, "SKU-1-old")
+    new = sim.add_good("SKU-1", price=1000).nm_id if card == "made-again" else None
+    sim.clock.advance(61)
+
+    polled, _ = send(make_t(), *messages)
+    sim.clock.advance(61)
+    (last,) = send(make_t(), messages[0])
+
+    assert [Verdict.AWAITING] * 2 == [a.verdict for a in first], first
+    assert reads + 1 == sim.requests["/api/v2/list/goods/filter"], "read again at once"
+    assert [900] == sim.applied[old]
+    if new is not None:
+        assert Verdict.AWAITING == polled.verdict, polled  # uploaded again, to the new card
+        assert Verdict.DELIVERED == last.verdict, last
+        assert [900] == sim.applied[new]
+        assert new == store.nm_ids(["SKU-1"])["SKU-1"]
+    else:
+        assert (Verdict.TERMINAL, Reason.UNKNOWN_SKU) == (polled.verdict, polled.reason)
+        assert f"updated nmID {old}" in (polled.detail or ""), polled
+        assert "'SKU-1-old'" in (polled.detail or ""), polled
+        assert {} == store.nm_ids(["SKU-1"])

@@ -23,6 +23,7 @@ from exchange.targets.wildberries.target import (
     _already,
     _behind,
     _Good,
+    _landed_elsewhere,
     _Price,
     _StoreFailed,
     _unknown_sku,
@@ -60,6 +61,7 @@ def built() -> list[str]:
     t = target()
     said: list[Classification] = [
         _unknown_sku("SKU-999"),
+        _unknown_sku("SKU-1", _landed_elsewhere(7000001, good(), "SKU-1-A")),
         _already(WB_WORDS, good()).said,
         _already(WB_WORDS, good(), 900).said,
         _behind(_already(WB_WORDS, good()), 300, 300.0),
@@ -90,6 +92,7 @@ def built() -> list[str]:
         t._replay_wait(good(), 7000001, "it was processed then; WB holds 1000 for nmID 1 now")
     )
     return [c.detail for c in said] + [
+        _landed_elsewhere(7000001, good(), "SKU-1-A"),
         answers.WHERE_TO_RELEASE,
         f"price {Money(places=0).fit(Decimal('900.50'), 'none')}",
         f"price {Money(places=0).fit(Decimal('0.4'), 'half-up')}",
@@ -166,3 +169,17 @@ def test_each_wildberries_detail_reads_in_russian_on_a_russian_page(
         kept = kept.replace(own, "")
     assert not ENGLISH.search(re.sub(r"\([a-z_0-9-]+\)", "", kept)), shown
     assert error_words(text, "en") == text  # English pages keep the stored text
+
+
+def test_a_sale_lock_is_explained_in_russian_as_the_price_quarantine_is() -> None:
+    """Review wbcat finding 3: WB's sale lock (research §2.4's errorText, §2.6 item 7) showed
+    WB's English alone on a Russian page, while its price quarantine had a Russian
+    explanation: it says what the lock means, that the price is tried again, and what the
+    seller can do in WB's cabinet; WB's own words stay as they are."""
+    wb = "You can't change the item price. Item was added to the Sale due to high inventory"
+    _, said = answers.item_error({"errorText": wb, "status": 3}, 7000001)
+    shown = error_words(said.detail or "", "ru")
+    assert wb in shown and "задача 7000001" in shown, shown
+    assert "распродаж" in shown and "пробует снова" in shown and "кабинет" in shown, shown
+    assert "retry_max_delay" in shown and "retry-limit" in shown, shown
+    assert error_words(said.detail or "", "en") == said.detail

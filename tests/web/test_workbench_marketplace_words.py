@@ -71,3 +71,34 @@ def test_a_wait_for_ozon_reads_as_a_wait_and_a_retry_limit_sends_to_its_cabinet(
     advice = quarantine.split('class="facts"')[1].split("</dl>")[0]
     assert "кабинете площадки" in advice and "командой сайта" not in advice, advice
     assert "исчерпаны попытки (retry-limit)" in advice, advice
+
+
+def test_a_price_waiting_for_1cs_other_price_type_is_no_wait_for_the_marketplace(
+    olga: str, db: Engine
+) -> None:
+    """Review mpadvice item 2: an Ozon price that alone breaks Ozon's rule waits for 1C to
+    send the other price type (``AWAITING_1C``, then ``invalid-for-channel``): the wait is on
+    1C, not on the marketplace, so ``status`` and the dashboard count it as a wait for 1C,
+    never under «ждут площадку»."""
+    from exchange.domain.policy import KindPolicies
+    from exchange.domain.prices import AWAITING_1C
+    from exchange.ops.status import status
+
+    ids = _on_ozon(db)
+    with transaction(db) as connection:
+        connection.execute(
+            history.update()
+            .where(history.c.event == Event.AWAITING_OUTCOME.value)
+            .values(error_class=AWAITING_1C)
+        )
+        figures = status(connection, NOW, KindPolicies.of({}))
+    assert (figures.awaiting_channel, figures.awaiting_1c) == (0, 1), figures
+    client = signed_in(olga, "olga")
+    dashboard = html.unescape(client.get("/").text)
+    assert 'id="delayed-awaiting"' not in dashboard
+    counted = dashboard.split('id="delayed-awaiting-1c"')[1].split("</tr>")[0]
+    assert "ждут 1С: другой вид цены" in counted and ">1</td>" in counted, counted
+    # the delivery's own state says the same wait, never «ждёт площадку»
+    page = html.unescape(client.get(f"/message/{ids['SKU-2']}").text)
+    on_ozon = page.split('id="on-second"')[1].split("</tr>")[0]
+    assert "ждёт 1С: другой вид цены" in on_ozon and "площадку" not in on_ozon, on_ozon

@@ -17,6 +17,7 @@ from exchange.i18n import day as day_words
 from exchange.report.formats.svg import activity_chart, bar_chart
 from exchange.report.model import Entry, HistoryEvent, Lang, Report
 from exchange.report.words import (
+    answer_said,
     clock_time,
     describe_filters,
     entry_next_check,
@@ -190,9 +191,9 @@ def _history(events: tuple[HistoryEvent, ...], lang: Lang, zone: str) -> str:
         detail = _e(error_words(ev.detail, lang) if ev.detail else ev.detail)
         if ev.operator or ev.note:
             detail += f" <b>[{_e(ev.operator)}: {_e(ev.note)}]</b>"
-        answer = ev.http_status if ev.http_status is not None else ev.error_class
+        answer = answer_said(ev.http_status, ev.error_class, lang)
         event, from_state, to_state = history_words(
-            ev.event, ev.from_state, ev.to_state, lang, waits
+            ev.event, ev.from_state, ev.to_state, lang, waits, ev.detail
         )
         rows.append(
             f'<tr><td class="time">{_time(ev.at, zone, lang)}</td><td>{_e(event)}</td>'

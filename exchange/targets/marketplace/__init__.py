@@ -10,5 +10,8 @@
 
 At most one item per SKU is in flight per channel: the claim takes care of it
 (``exchange.queue.lease.claim``, ``one_per_sku``), so a target never sees two aggregates of one
-SKU in flight at once unless they came in one batch, where ``by_sku`` puts them in one request.
+SKU in flight at once unless they came in one batch, where ``by_sku`` puts them in one request;
+and a claim that picks an aggregate of a SKU takes along every sibling of it due now, so the
+price types 1C staged together go in one item (one request), never one beside the replaced
+price of the other.
 """

@@ -1,7 +1,8 @@
 """One item per SKU (contract 14): what a marketplace request carries.
 
 An item carries every mapped price type of its SKU: the prices of the messages leased now (the
-deliveries it carries as new) and, for each other mapped price type, the newest version that
+deliveries it carries as new: the claim leases every due price type of a SKU it picks together,
+``exchange.queue.lease``) and, for each other mapped price type, the newest version that
 may have reached the marketplace (``KnownPrices``, read per channel: delivered, or in doubt, a
 send whose result is unknown, ``exchange.db.known_prices``; review ozon 33: an older one would
 put back the price it replaced); a price type the channel never had is left out, never sent as
@@ -48,7 +49,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
 from exchange.domain.pause import KNOWN_PRICES_UNREAD
-from exchange.domain.prices import AWAITS_COMPANION, KnownPrice, WaitingPrice
+from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION, KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
@@ -467,7 +468,7 @@ def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Cl
         f"in {wait:g} s, quarantined if it still breaks the rule {left:.0f} s from now, not "
         "charged",
         again_in=wait,
-        error_class=AWAITING_PRICE,
+        error_class=AWAITING_1C,  # a wait on 1C, not on the marketplace (ops.waits)
         receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
     )
 

@@ -49,6 +49,17 @@ WHERE_TO_RELEASE = (
 # advice decided once, here.
 BEHIND = "but its price quarantine still holds"
 
+# What a sale lock means and what the seller can do (research §2.4's errorText, §2.6 item 7),
+# after WB's own words, as ``WHERE_TO_RELEASE`` follows the quarantine's (review wbcat 3: a
+# Russian page showed WB's English alone).
+WHILE_ON_SALE = (
+    "Wildberries does not change the price of a good while it is in a sale for its high "
+    "inventory (often hours or days): the price is tried again, each try retry_max_delay "
+    "after the last, and if the sale outlasts the tries it is quarantined (retry-limit); the "
+    "seller can see the sale in Wildberries' seller cabinet and take the good out of it there "
+    "where Wildberries allows it"
+)
+
 
 def behind_words(roubles: int, nm_id: int, held: int | None) -> str:
     """The wait of ``roubles``, in force on good ``nm_id``, behind ``held`` in WB's quarantine
@@ -208,7 +219,7 @@ def item_error(row: dict[str, Any], upload_id: int) -> tuple[str, Classification
         # each try a retry_max_delay apart (``SALE_LOCK_WAIT``, capped by the worker).
         return "sale-lock", Classification(
             Verdict.TEMPORARY,
-            f"Wildberries: {words} (task {upload_id})",
+            f"Wildberries: {words} (task {upload_id}). {WHILE_ON_SALE}",
             http_status=200,
             error_class="SaleLock",
             retry_after=SALE_LOCK_WAIT,

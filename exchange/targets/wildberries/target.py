@@ -9,7 +9,10 @@ per good. How one ``send`` goes:
 2. each vendor code's ``nmID`` from the map kept per channel (``WbStore``); one missing there
    rebuilds the map from the catalogue (``/api/v2/list/goods/filter``, paged, within the
    budget) at most every ``catalogue_refresh`` seconds, and at once when WB refused an
-   ``nmID``; still missing: ``unknown-sku``;
+   ``nmID`` or a task's line named another vendor code for it (``_stale_map``); still
+   missing: ``unknown-sku``. A map older than ``catalogue_refresh`` is read again before any
+   price goes out, even when it holds every vendor code (a code moved in WB's cabinet to
+   another card; contract 14 read beyond its words, review wbcat finding 1);
 3. a good with a task in flight (the store's row, written before any poll) is not uploaded
    again: the task is polled (``history/tasks``, and the buffer while it is pending) within
    the poll share of the budget; its outcome ends the delivery that carried it, and a newer
@@ -341,7 +344,9 @@ class WildberriesTarget:
             headers={"User-Agent": USER_AGENT},
         )
         self._pacer: Pacer = UNPACED
-        self._refused_nm = False  # WB refused an nmID: the next lookup rebuilds the map
+        # WB refused an nmID, or a task's line named another vendor code for it: the next
+        # lookup rebuilds the map.
+        self._rebuild_now = False
         self.refused_wait = refused_wait
         self.quarantine_wait = quarantine_wait
         # The token WB refused (401/403) at a health check, when, and its answer.
@@ -733,16 +738,26 @@ class WildberriesTarget:
                     # (``_left_out``): never delivered unless it shows this price.
                     left_out.append((g, upload_id, found.short))
                     continue
+                listed = _listed_as(row, g)
+                if listed is not None:
+                    self._stale_map(upload_id, g, listed)
                 if row is None or row.get("status") == ITEM_UPDATED:
                     # A task done without errors (status 3: every good updated, its lines
                     # not read), or a good updated in a task with some (research §2.4:
                     # status 5 updated the others).
                     out[g.price.message.message_id] = Classification(
                         Verdict.DELIVERED,
-                        f"Wildberries: task {upload_id} updated nmID {g.nm_id}",
+                        f"Wildberries: task {upload_id} updated nmID {g.nm_id}"
+                        if listed is None
+                        else _landed_elsewhere(upload_id, g, listed),
                         http_status=200,
                         receipt=f"wb-task:{upload_id}",
                     )
+                    if listed is not None:
+                        # The price landed on a good that no longer bears this vendor code:
+                        # the map read again (``_again``), and the price uploaded to the good
+                        # bearing it now; none: unknown-sku; the same nmID: delivered here.
+                        refused.append(g)
                     continue
                 meaning, said = answers.item_error(row, upload_id)
                 if meaning == "refused-nm":
@@ -901,17 +916,37 @@ class WildberriesTarget:
         """WB refused these ``nmID``s: the map rebuilt now; a vendor code found under another
         ``nmID`` is uploaded again under it, one not found is ``unknown-sku``, one found under
         the same ``nmID`` keeps WB's refusal."""
-        self._refused_nm = True
+        self._rebuild_now = True
         nm = await self._nm_ids({g.price.vendor_code for g in refused})
         again: list[_Good] = []
         for g in refused:
             now_nm = nm.get(g.price.vendor_code)
             if now_nm is None:
-                out[g.price.message.message_id] = _unknown_sku(g.price.vendor_code)
+                said = out.get(g.price.message.message_id)
+                landed = (
+                    said.detail
+                    if isinstance(said, Classification) and said.verdict is Verdict.DELIVERED
+                    else None
+                )  # a price that landed on a good bearing another vendor code now
+                out[g.price.message.message_id] = _unknown_sku(g.price.vendor_code, landed)
             elif now_nm != g.nm_id:
                 out.pop(g.price.message.message_id, None)
                 again.append(_Good(g.price, now_nm))
         return again
+
+    def _stale_map(self, upload_id: int, good: _Good, listed: str) -> None:
+        """A task's line names another vendor code for the good uploaded as ``good``'s
+        (research §2.4: ``historyGoods`` carry ``vendorCode``): the card's vendor code changed
+        in WB's cabinet after the map was read. The map is read again at the next lookup."""
+        log.warning(
+            "Wildberries: task %s updated nmID %s for vendor code %r, but WB names that good "
+            "%r now: the vendorCode->nmID map was stale and is read again",
+            upload_id,
+            good.nm_id,
+            good.price.vendor_code,
+            listed,
+        )
+        self._rebuild_now = True
 
     def _until_read_again(self, vendor_code: str, read_at: datetime) -> Classification:
         """A vendor code the map (read ``read_at``) lacks while reading the catalogue again is
@@ -1503,27 +1538,39 @@ class WildberriesTarget:
         """The nmIDs of those of ``vendor_codes`` the map holds, when the map was read from
         WB's catalogue, and whether that read is this call's (rebuilt now, or while this call
         waited for the rebuild lock): only such a read makes a missing vendor code
-        ``unknown-sku`` (a card made on WB after an older read is found by the next one)."""
-        known = await self._db(self.store.nm_ids, sorted(vendor_codes))
-        if len(known) == len(vendor_codes) and not self._refused_nm:
-            return known, None, False
+        ``unknown-sku`` (a card made on WB after an older read is found by the next one).
+
+        A map older than ``catalogue_refresh`` is read again first, even when it holds every
+        vendor code: a vendor code moved in WB's cabinet to another card (the old card renamed,
+        a new one made under it) or taken off its card must not send a price to the card the
+        old read named (review wbcat finding 1; research §2.1: ``nmID`` is WB's, the vendor
+        code the seller's, §2.6 item 1: the map is a cache). So no price goes out on a map
+        older than ``wb_catalogue_refresh``."""
         before = await self._db(self.store.refreshed_at)
+        known = await self._db(self.store.nm_ids, sorted(vendor_codes))
+        if len(known) == len(vendor_codes) and not self._rebuild_now and not self._due(before):
+            return known, None, False
         # One rebuild at a time: the requests of one batch go at once, and each would page the
         # whole catalogue (and write the map over the others', which PostgreSQL refuses).
         async with self._rebuilding():
             at = await self._db(self.store.refreshed_at)
             fresh = at is not None and at != before  # another rebuilt it while this waited
             known = await self._db(self.store.nm_ids, sorted(vendor_codes))
-            if len(known) == len(vendor_codes) and not self._refused_nm:
-                return known, at, fresh  # the rebuild this one waited for found them
-            now = self.clock()
-            due = at is None or now - at >= timedelta(seconds=self.catalogue_refresh)
-            if not (due or self._refused_nm):
+            if not (self._due(at) or self._rebuild_now):
+                # Read within ``catalogue_refresh`` (perhaps by the rebuild this one waited
+                # for): a vendor code it lacks waits for the next read (``_until_read_again``).
                 return known, at, fresh
-            self._refused_nm = False
+            self._rebuild_now = False
+            now = self.clock()
             catalogue = await self.catalogue()
             await self._db(self.store.replace_catalogue, catalogue, now)
             return {v: catalogue[v] for v in vendor_codes if v in catalogue}, now, True
+
+    def _due(self, read_at: datetime | None) -> bool:
+        """Whether the map read at ``read_at`` (None: never read) is to be read again."""
+        return read_at is None or self.clock() - read_at >= timedelta(
+            seconds=self.catalogue_refresh
+        )
 
     def _rebuilding(self) -> asyncio.Lock:
         """The catalogue's rebuild lock, made in the running loop (a target outlives the event
@@ -1882,12 +1929,32 @@ def _shared_article(p: _Price, other: str) -> Classification:
     )
 
 
-def _unknown_sku(vendor_code: str) -> Classification:
+def _unknown_sku(vendor_code: str, landed: str | None = None) -> Classification:
+    """``landed``: the words of a price that landed on a good bearing another vendor code now
+    (``_landed_elsewhere``), said first."""
+    missing = f"Wildberries' catalogue has no good with vendor code {vendor_code!r}"
     return Classification(
         Verdict.TERMINAL,
-        f"Wildberries' catalogue has no good with vendor code {vendor_code!r}",
+        missing if landed is None else f"{landed}; {missing} now",
         http_status=200,
         reason=Reason.UNKNOWN_SKU,
+    )
+
+
+def _listed_as(row: dict[str, Any] | None, good: _Good) -> str | None:
+    """The vendor code a task's line names for ``good``'s nmID when it is not the one
+    uploaded (research §2.4: ``vendorCode`` in ``historyGoods``); None: the same, or not said."""
+    listed = row.get("vendorCode") if row is not None else None
+    if isinstance(listed, str) and listed and listed != good.price.vendor_code:
+        return listed
+    return None
+
+
+def _landed_elsewhere(upload_id: int, good: _Good, listed: str) -> str:
+    return (
+        f"Wildberries: task {upload_id} updated nmID {good.nm_id}, which Wildberries names "
+        f"vendor code {listed!r} now, not {good.price.vendor_code!r}: the vendor code map "
+        "was stale and is read again"
     )
 
 

@@ -394,11 +394,14 @@ class Actions(Core):
         """Resume delivery: every channel (every pause ends, each channel's own too), or the
         one the form names (its own pause; a pause of every channel holds it still)."""
         channel = str(form.get("channel", "")).strip() or None
+        note = str(form.get("note", "")).strip()  # optional, as exchange resume --note
 
         def act() -> None:
             with transaction(self.engine) as connection:
                 _known_channel(connection, channel)
-                control.resume(connection, operator=who.name, now=self.clock.now(), channel=channel)
+                control.resume(
+                    connection, operator=who.name, now=self.clock.now(), channel=channel, note=note
+                )
 
         return await self._on_delivery(request, who, act)
 

@@ -25,7 +25,7 @@ from exchange.ops import find as finder
 from exchange.ops import operators
 from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
-from exchange.report.words import next_check
+from exchange.report.words import advice_words, next_check
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
 from exchange.web.sign_ins import SignIns
@@ -34,6 +34,7 @@ from exchange.words import (
     WORDS,
     Lang,
     error_words,
+    event_said,
     messages_counted,
     money,
     on_marketplace,
@@ -86,12 +87,17 @@ def unstorable(value: object) -> bool:
 
 def reasons_on(rows: list[dict[str, Any]], targets: dict[str, str]) -> list[tuple[str, str | None]]:
     """The reasons of a page's rows, each once, with its marketplace's target where its channel
-    is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason."""
+    is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason.
+    A reason whose advice is one text on several channels (``report.words.advice_words``: three
+    marketplaces' unmapped price type) is said once, never once per channel."""
     pairs = set()
     for row in rows:
         target = targets.get(row.get("channel") or "")
         pairs.add((row["reason"], target if on_marketplace(target) else None))
-    return sorted(pairs, key=lambda pair: (pair[0] or "", pair[1] or ""))
+    said: dict[tuple[str, str], tuple[str, str | None]] = {}
+    for reason, target in sorted(pairs, key=lambda pair: (pair[0] or "", pair[1] or "")):
+        said.setdefault((reason, advice_words(reason, target)), (reason, target))
+    return list(said.values())
 
 
 class Who:
@@ -217,7 +223,11 @@ class Core:
             n=lambda group, code, target=None: code_name(group, code, lang, target),
             # a delivery's state; a delayed one waiting for its channel as a wait
             # (``words.state_said``, ``exchange.ops.waits``), never as a retry
-            state_n=lambda state, waits=False: state_said(state, lang, awaiting=bool(waits)),
+            # a released attempt sent with its answer unknown said as sent (words.event_said)
+            event_n=lambda event, detail=None: event_said(event, detail, lang),
+            state_n=lambda state, waits=False, on_1c=False: state_said(
+                state, lang, awaiting=bool(waits), on_1c=bool(on_1c)
+            ),
             said=lambda text: error_words(text, lang),
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
             messages_n=lambda count: messages_counted(count, lang),
