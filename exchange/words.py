@@ -1511,6 +1511,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "superseded on the channel. Send a new price from 1C if the channel's is wrong"
         ),
     ),
+    (
+        r"the channel's price quarantine now holds another price for the good in this "
+        r"version's place \(a newer upload replaced it there\): it will never reach buyers; "
+        r"superseded on the channel",
+        N_(
+            "the channel's price quarantine now holds another price for the good in this "
+            "version's place (a newer upload replaced it there): it will never reach buyers; "
+            "superseded on the channel"
+        ),
+    ),
     (r"the site did not answer: (?P<d>.+)", N_("the site did not answer: {d*}")),
     # a worker's note of a key that reads but may not write (``domain.pause.READ_ONLY_NOTE``):
     # the channels table's pause says it
@@ -1803,6 +1813,34 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("HTTP 400 {w}: Wildberries refused nmID {n} of vendor code {v}"),
     ),
     (
+        r"Wildberries answered 208 with task (?P<t>\d+), an earlier task it named for these "
+        r"goods; its catalogue holds (?P<p>\d+) for nmID (?P<n>\d+): the price is in force",
+        N_(
+            "Wildberries answered 208 with task {t}, an earlier task it named for these goods; "
+            "its catalogue holds {p} for nmID {n}: the price is in force"
+        ),
+    ),
+    (
+        r"Wildberries answered 208 with task (?P<t>\d+), an earlier task it named for these "
+        r"goods, which has ended \((?P<why>.+)\): not applied now; uploaded again once WB makes "
+        r"a new task",
+        N_(
+            "Wildberries answered 208 with task {t}, an earlier task it named for these goods, "
+            "which has ended ({why*}): not applied now; uploaded again once WB makes a new task"
+        ),
+    ),
+    (
+        r"Wildberries has answered 208 with task (?P<t>\d+), an earlier task it named for these "
+        r"goods, which has ended \((?P<why>.+)\), for (?P<s>\d+) s instead of making a new "
+        r"task: the price is not applied",
+        N_(
+            "Wildberries has answered 208 with task {t}, an earlier task it named for these "
+            "goods, which has ended ({why*}), for {s} s instead of making a new task: the price "
+            "is not applied"
+        ),
+    ),
+    # The words before review 32n (a history written then).
+    (
         r"Wildberries answered 208 with task (?P<t>\d+), an identical upload made before; its "
         r"catalogue holds (?P<p>\d+) for nmID (?P<n>\d+): the price is in force",
         N_(
@@ -1864,6 +1902,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"Wildberries' catalogue has no good with vendor code (?P<v>.+)",
         N_("Wildberries' catalogue has no good with vendor code {v}"),
+    ),
+    (
+        r"Wildberries said (?P<p>\d+) was set already for nmID (?P<n>\d+), and its catalogue "
+        r"holds it: the price is in force",
+        N_(
+            "Wildberries said {p} was set already for nmID {n}, and its catalogue holds it: the "
+            "price is in force"
+        ),
     ),
     (
         r"HTTP 400 (?P<w>.*): the price is in force already \(its catalogue holds (?P<h>\d+)\)",

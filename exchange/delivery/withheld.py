@@ -66,10 +66,12 @@ async def recheck(
         shown = await target.withheld_shown([outgoing(w) for w in rows])
         live = [w for w, seen in zip(rows, shown, strict=True) if seen is Shown.LIVE]
         gone = [w for w, seen in zip(rows, shown, strict=True) if seen is Shown.ELSEWHERE]
-        if live or gone:
+        replaced = [w for w, seen in zip(rows, shown, strict=True) if seen is Shown.REPLACED]
+        if live or gone or replaced:
             with transaction(engine) as connection:
                 moved += len(withheld.went_live(connection, live, now()))
                 withheld.left_elsewhere(connection, gone, now())
+                withheld.left_elsewhere(connection, replaced, now(), detail=withheld.REPLACED_THERE)
         if len(rows) < page:
             return moved
         after = rows[-1].pk

@@ -324,10 +324,22 @@ LEFT_ELSEWHERE = (
 )
 
 
+REPLACED_THERE = (
+    "the channel's price quarantine now holds another price for the good in this version's "
+    "place (a newer upload replaced it there): it will never reach buyers; superseded on the "
+    "channel"
+)
+
+
 def left_elsewhere(
-    connection: Connection, shown: Sequence[Withheld], now: datetime
+    connection: Connection,
+    shown: Sequence[Withheld],
+    now: datetime,
+    *,
+    detail: str = LEFT_ELSEWHERE,
 ) -> list[Withheld]:
-    """The channel released these versions at another price than theirs: each delivery ends
+    """The channel released these versions at another price than theirs (or, ``detail``
+    ``REPLACED_THERE``, holds another price in their place): each delivery ends
     ``cancelled``, reason ``superseded`` (guarded: one that moved meanwhile is left as it is);
     no cursor moves (nothing of ours was delivered). Returns those that ended."""
     if not shown:
@@ -341,8 +353,8 @@ def left_elsewhere(
                 Event.SUPERSEDED,
                 State.WITHHELD,
                 State.CANCELLED,
-                values={"reason": Reason.SUPERSEDED.value, "last_error": LEFT_ELSEWHERE},
-                detail=LEFT_ELSEWHERE,
+                values={"reason": Reason.SUPERSEDED.value, "last_error": detail},
+                detail=detail,
                 channel_id=w.channel_id,
             )
             for w in gone

@@ -186,6 +186,10 @@ class Shown(StrEnum):
     # set where the channel is managed): this version never reached them, and the delivery
     # ends cancelled, reason superseded (contract 13), in words that say so.
     ELSEWHERE = "elsewhere"
+    # The channel withholds another price for the good in this version's place (a newer upload
+    # replaced it in the channel's price quarantine): this version will never reach buyers, and
+    # the delivery ends cancelled, reason superseded, in words that say so.
+    REPLACED = "replaced"
 
 
 @dataclass(frozen=True, slots=True)

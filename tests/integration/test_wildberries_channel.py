@@ -373,6 +373,44 @@ def test_a_withheld_price_the_seller_replaced_in_the_cabinet_ends_cancelled_with
     assert "another price" in said and "never reached buyers" in said
 
 
+def test_a_withheld_price_a_newer_one_replaced_in_wbs_quarantine_ends_superseded_in_its_words(
+    db_url: str, engine: Engine, wb: WbSimulator
+) -> None:
+    """Review 32n finding 4a: 1C sent 300 (withheld), then 280, which replaced it in WB's price
+    quarantine. The recheck ends 300 cancelled, superseded, in words saying a newer upload
+    replaced it there (it listed "until the seller confirms the new one" though WB no longer
+    held it); 280 stays withheld."""
+    worker = make_worker(db_url, engine, wb)
+    sending = worker.loop.target
+    assert isinstance(sending, WildberriesTarget)
+    sending.first_poll = sending.poll_every = 0.2
+    stage(engine, [price_row("SKU-1", 1, "300.00")])
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+    stage(engine, [price_row("SKU-1", 2, "280.00")])
+    worker = make_worker(db_url, engine, wb)
+    worker.loop.target.first_poll = worker.loop.target.poll_every = 0.2  # type: ignore[attr-defined]
+    run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
+    assert {("SKU-1", 1): ("withheld", None), ("SKU-1", 2): ("withheld", None)} == states(engine)
+    target = make_worker(db_url, engine, wb).loop.target
+
+    async def check() -> int:
+        try:
+            return await recheck(engine, target, lambda: datetime.now(UTC))
+        finally:
+            await target.aclose()
+
+    assert 0 == asyncio.run(check())
+    assert {
+        ("SKU-1", 1): ("cancelled", "superseded"),
+        ("SKU-1", 2): ("withheld", None),
+    } == states(engine)
+    with transaction(engine, read_only=True) as connection:
+        said = connection.execute(
+            select(history.c.detail).order_by(history.c.id.desc()).limit(1)
+        ).scalar_one()
+    assert "a newer upload replaced it there" in said, said
+
+
 @pytest.mark.parametrize(
     ("releases", "seller"),
     [(True, None), (False, "takes-it-out"), (False, "confirms")],

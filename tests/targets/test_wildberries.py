@@ -541,6 +541,117 @@ def test_an_upload_whose_answer_was_lost_holds_its_good_until_the_catalogue_show
     assert {} == store.tasks([good])
 
 
+class Crash(BaseException):
+    """The process dies here (kill -9): nothing after it runs, no ``finally`` of ours."""
+
+
+class CrashAfterUpload(httpx.AsyncBaseTransport):
+    """The upload reaches the simulator (WB makes its task), then the process dies."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.method == "POST":
+            await response.aread()
+            await response.aclose()
+            raise Crash
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def test_a_crash_while_a_batch_waits_for_the_budget_holds_nothing_as_lost(
+    sim: WbSimulator, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 32n finding 2: the goods' task rows were stored before the upload waited for its
+    turn under the budget, so after a kill -9 the batches still waiting looked sent: held an
+    hour as "an upload whose answer was lost" though WB never received them. Now a row is
+    stored right before the request goes (SQLite and PostgreSQL): a crash while it waits leaves
+    nothing, and the next attempt uploads; a crash after it went still holds the good (the
+    upload may have made a task), as review 32 hole 2 wants."""
+    store = DbWbStore(engine, "wb")
+    waiting = make(sim, store, clock=sim.clock.datetime)
+    taken = waiting.budget.take
+
+    async def killed(kind: str, *, most: float | None = None) -> None:
+        if kind == "upload":
+            raise Crash  # killed while the upload waits for its token
+        await taken(kind, most=most)
+
+    monkeypatch.setattr(waiting.budget, "take", killed)
+    with pytest.raises(Crash):
+        send(waiting, price("SKU-1", 1, "900.00"))
+    monkeypatch.undo()
+    assert {} == store.tasks([nm(sim, "SKU-1")]), "never sent: nothing held"
+    assert 0 == uploads(sim)
+    (next_try,) = send(make(sim, store, clock=sim.clock.datetime), price("SKU-1", 1, "900.00"))
+    assert Verdict.AWAITING == next_try.verdict and "took it in task" in next_try.detail, next_try
+
+    with pytest.raises(Crash):
+        send(
+            make(sim, store, clock=sim.clock.datetime, transport=CrashAfterUpload()),
+            price("SKU-2", 1, "900.00"),
+        )
+    (held,) = store.tasks([nm(sim, "SKU-2")]).values()
+    assert 0 == held.upload_id, "sent: held as an upload whose answer was lost"
+    (after,) = send(make(sim, store, clock=sim.clock.datetime), price("SKU-2", 1, "900.00"))
+    assert 2 == uploads(sim), "the upload that may have made a task is not made again"
+    assert Verdict.DELIVERED == after.verdict, "WB's catalogue read back holds 900"
+
+
+class PacedBehindA429:
+    """The worker's pace, during whose turn another request of the worker meets a 429 (its
+    ``X-Ratelimit-Retry`` in the budget): the request waiting for its turn took its token
+    before that."""
+
+    def __init__(self, budget: Budget, clock: list[float]) -> None:
+        self.budget, self.clock, self.turns = budget, clock, 0
+
+    async def turn(self) -> float:
+        self.turns += 1
+        if self.turns == 1:
+            self.budget.refused(1.0)
+        return self.clock[0]
+
+    def done(self, sent_at: float, status: int | None, retry_after: str | None) -> None:
+        return None
+
+
+def test_a_request_never_goes_before_a_429_that_came_while_it_waited_for_its_turn() -> None:
+    """Review 32n finding 3: a request took its token, waited for the worker's pace, and meanwhile
+    another request met a 429 announcing a wait of 1 s; the first went 0.47 s later, before the
+    bar (WB refuses it again). Now the token taken before a 429 is void: the request waits for
+    the bar and takes another (a fake clock)."""
+    clock = [100.0]
+
+    async def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    budget = Budget(monotonic=lambda: clock[0], sleep=sleep)
+    sent: list[float] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(clock[0])
+        return httpx.Response(200, json={"data": {"listGoods": []}})
+
+    target = WildberriesTarget(
+        "http://wb.invalid",
+        lambda: "token",
+        MemoryWbStore(),
+        budget=budget,
+        transport=httpx.MockTransport(answer),
+    )
+    target.pace_with(PacedBehindA429(budget, clock))
+
+    said = run(target, lambda t: t.health())
+
+    assert Verdict.DELIVERED == said.verdict, said
+    assert [101.0] == [round(at, 3) for at in sent], "sent once the 429's bar had passed"
+
+
 class AnsweredAfterTheTask(httpx.AsyncBaseTransport):
     """The upload reaches the simulator (WB makes its task) but the answer is a gateway's 5xx
     or WB's 422 "Unexpected result" (research §2.1: what WB did then is not said)."""
@@ -935,6 +1046,24 @@ def test_two_withheld_versions_of_one_good_are_each_asked_at_their_own_price(
     assert [Shown.UNKNOWN, Shown.LIVE] == shown
 
 
+def test_a_withheld_price_another_replaced_in_wbs_quarantine_ends_superseded_at_once(
+    sim: WbSimulator,
+) -> None:
+    """Review 32n finding 4a: 1C sent 300 (withheld: WB's quarantine holds it), then 280, which
+    replaced it there. 300 is no longer what WB withholds: confirmed in the cabinet, 280 would
+    go live, never 300; so it reads as replaced (the delivery ends superseded, in words that
+    say a newer upload replaced it in the quarantine), never "until the seller confirms"."""
+    store = MemoryWbStore()
+    v1, v2 = price("SKU-1", 1, "300.00"), price("SKU-1", 2, "280.00")
+    (first,) = send(make(sim, store, poll_at_once=True), v1)
+    (second,) = send(make(sim, store, poll_at_once=True), v2)
+
+    shown = run(make(sim, store), lambda t: t.withheld_shown([v1, v2]))
+
+    assert [Verdict.WITHHELD, Verdict.WITHHELD] == [first.verdict, second.verdict]
+    assert [Shown.REPLACED, Shown.WITHHELD] == shown
+
+
 QUARANTINE = "/api/v2/quarantine/goods"
 
 
@@ -1172,6 +1301,9 @@ def test_a_208_naming_a_pending_task_of_another_price_is_not_this_prices_deliver
     assert Verdict.DELIVERED == answers[-1].verdict, answers
     assert 800 == sim.goods[good].price
     assert 2 == len(sim.tasks)
+    # Review 32n finding 4b: T1 carried another price; WB named an earlier task of the good,
+    # never "an identical upload".
+    assert not [a.detail for a in answers if "identical" in a.detail], answers
 
 
 def test_a_208_for_a_price_wb_holds_is_delivered_on_the_read_back(sim: WbSimulator) -> None:

@@ -129,10 +129,17 @@ SHAPES = (
     # target.py: _carried_by, _replayed
     "Wildberries answered 208 with task 7000001, whose lines give no price for nmID 100000001; "
     "its catalogue holds 900 for it: the price is in force",
-    "Wildberries answered 208 with task 7000001, an identical upload made before; its catalogue "
-    "holds 900 for nmID 100000001: the price is in force",
-    "Wildberries answered 208 with task 7000001, an identical upload that has ended (it failed "
-    f"the good: {WB_WORDS}): not applied now; uploaded again once WB makes a new task",
+    "Wildberries answered 208 with task 7000001, an earlier task it named for these goods; its "
+    "catalogue holds 900 for nmID 100000001: the price is in force",
+    "Wildberries answered 208 with task 7000001, an earlier task it named for these goods, which "
+    f"has ended (it failed the good: {WB_WORDS}): not applied now; uploaded again once WB makes "
+    "a new task",
+    "Wildberries has answered 208 with task 7000001, an earlier task it named for these goods, "
+    f"which has ended (it failed the good: {WB_WORDS}), for 1800 s instead of making a new task: "
+    "the price is not applied",
+    # target.py: _set_before
+    "Wildberries said 900 was set already for nmID 100000001, and its catalogue holds it: the "
+    "price is in force",
     # target.py: _upload, _refused_whole, _already_or_refused
     "HTTP 200: the upload's answer names no task id",
     f"HTTP 400 {WB_WORDS}: Wildberries refused nmID 100000001 of vendor code 'SKU-1'",

@@ -62,6 +62,10 @@ SHAPES = (
     "the channel no longer withholds this version and shows buyers another price (set where "
     "the channel is managed, e.g. the seller's cabinet): it never reached buyers; superseded "
     "on the channel. Send a new price from 1C if the channel's is wrong",
+    # exchange/queue/withheld.py: REPLACED_THERE (a newer upload replaced it in the quarantine)
+    "the channel's price quarantine now holds another price for the good in this version's "
+    "place (a newer upload replaced it there): it will never reach buyers; superseded on the "
+    "channel",
     # exchange/targets/shop_api/answers.py: a 401/403
     "HTTP 401: the site refused the token",
     "HTTP 403: the site refused the token",

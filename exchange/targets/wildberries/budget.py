@@ -96,6 +96,7 @@ class Budget:
         self.requests, self.burst, self.poll_share = requests, burst, poll_share
         self.workers = 1
         self.barred_until = 0.0
+        self.refusals = 0  # 429s met so far (a token taken before one is void: ``_call``)
         self._uploads_waiting = 0
         self._pressed_at = -float("inf")  # when an upload last had to wait for its token
         self._lock: asyncio.Lock | None = None
@@ -252,6 +253,7 @@ class Budget:
         """A 429: nothing goes before ``X-Ratelimit-Retry`` seconds have passed, and the
         bucket is taken as empty (WB's was)."""
         now = self._now()
+        self.refusals += 1
         self.barred_until = max(self.barred_until, now + retry_s)
         self.shared.refill(now)
         self.shared.tokens = min(self.shared.tokens, 0.0)

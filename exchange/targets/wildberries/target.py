@@ -61,7 +61,7 @@ import json
 import logging
 import math
 import ssl
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -201,6 +201,14 @@ REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:
 # ``quarantine_wait``).
 QUARANTINE_READS = 6
 QREAD_RECEIPT = "wb-qread:"
+# WB answered "already set" for this price (or it was found in force), but the send ended
+# before that was settled (a read after it held by the budget: a 4xx may cost ten requests,
+# research §2.3): wb-set:<roubles> in the delivery's receipt. The next attempt reads the price
+# back first (a request each) and uploads only when WB holds another price: uploaded again, it
+# would be refused "already set" again, at ten requests, for ever (``_set_before``).
+SET_RECEIPT = "wb-set:"
+# Budget takes a request makes at most while 429s come as it waits for its turn (``_call``).
+BAR_TRIES = 3
 FEW = 5  # goods read back one by one (filterNmID); more: from the catalogue's pages
 # Uploads one refused upload may add, halving itself to find the goods a validation 400 (which
 # names none) refused (``_refused_whole``): a bad good among 1,000 is found in 20.
@@ -230,6 +238,19 @@ def _unnamed_upload(task: Task) -> str:
             "(it may have made a task all the same)"
         )
     return f"the upload of {task.price} whose answer was lost"
+
+
+@dataclass(slots=True)
+class _Going:
+    """What an upload carries (``_upload``): the goods, and when their rows were stored (right
+    before it went)."""
+
+    goods: list[_Good]
+    sent_at: datetime
+
+
+class _Unsent(Exception):
+    """A request ``_call``'s ``ready`` found nothing left to send for: not made."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,6 +558,10 @@ class WildberriesTarget:
             if key not in again_ids and isinstance(said, Classification)
         }
         try:
+            said_set = [g for g in upload if _said_set(g.price)]
+            if said_set:
+                upload = [g for g in upload if not _said_set(g.price)]
+                upload += await self._set_before(said_set, out)
             if stuck:
                 upload += await self._stuck(stuck, out)
             if left_out:
@@ -552,6 +577,28 @@ class WildberriesTarget:
             whole.answers.update({k: v for k, v in judged.items() if k not in whole.answers})
             raise
         return await self._behind_quarantine(out)
+
+    async def _set_before(self, goods: list[_Good], out: dict[str, _Said]) -> list[_Good]:
+        """Goods whose price WB said was set already when last sent (``SET_RECEIPT``): WB's
+        catalogue read back first (a request a good when few: an upload refused "already set"
+        may cost ten, research §2.3). Holding this price: in force (settled by the quarantine's
+        read, ``_behind_quarantine``); holding another: returned, to be uploaded."""
+        held = await self._held_prices({g.nm_id for g in goods})
+        again: list[_Good] = []
+        for g in goods:
+            if held.get(g.nm_id) != g.price.roubles:
+                again.append(g)
+                continue
+            out[g.price.message.message_id] = _in_force(
+                Classification(
+                    Verdict.DELIVERED,
+                    f"Wildberries said {g.price.roubles} was set already for nmID {g.nm_id}, "
+                    "and its catalogue holds it: the price is in force",
+                    http_status=200,
+                ),
+                g,
+            )
+        return again
 
     async def _behind_quarantine(self, out: dict[str, _Said]) -> dict[str, Classification]:
         """Each message's verdict (``out``'s): the prices found in force without this upload
@@ -609,6 +656,9 @@ class WildberriesTarget:
         a timeout charged; in words saying the list was read that many times. A token refused
         pauses; a read the budget holds (``budget_held``) waits as it says."""
         if failed.verdict in (Verdict.PAUSE, Verdict.AWAITING):
+            if failed.receipt is None and not (said.before or "").startswith(QREAD_RECEIPT):
+                # In force when last seen: read back first next time, never uploaded again.
+                return replace(failed, receipt=f"{SET_RECEIPT}{said.roubles}")
             return failed
         before = said.before or ""
         try:
@@ -945,74 +995,89 @@ class WildberriesTarget:
         if not goods:
             return {}
         self._may_write()
-        # Stored before it goes (review 32 hole 2): an answer lost after WB made the task
-        # (never named to us again) leaves the goods held until that price is seen (``_stuck``).
-        sent_at = self.clock()
-        rows = [
-            Task(
-                g.nm_id,
-                UNNAMED,
-                Decimal(g.price.roubles),
-                g.price.message.message_id,
-                sent_at,
-                len(goods),
-            )
-            for g in goods
-        ]
+        going = _Going(list(goods), self.clock())
         taken: dict[str, Classification] = {}
-        if self.channel.sku_source == "article":
-            # One good at a time across workers (issue 32): a good another SKU of the article
-            # was sent to meanwhile, by a worker that read the holders before this one's
-            # claim was in, is not uploaded.
-            others = await self._db(
-                self.store.put_first,
-                rows,
-                {g.nm_id: (g.price.vendor_code, g.price.sku) for g in goods},
-                self.one_sku.prefixes,
-            )
-            for g in goods:
-                if g.nm_id in others:
-                    self.one_sku.lost(g.price.vendor_code, others[g.nm_id])
-                    taken[g.price.message.message_id] = _shared_article(g.price, others[g.nm_id])
-            goods = [g for g in goods if g.nm_id not in others]
-            if not goods:
-                return {**taken}
-            if others:  # the rows name the goods the upload carries
-                await self._db(
-                    self.store.put_tasks,
-                    [replace(row, goods=len(goods)) for row in rows if row.nm_id not in others],
+
+        async def store() -> dict[str, Any] | None:
+            """The goods' rows, stored right before the upload goes (its budget taken and its
+            turn come: review 32n finding 2, a batch still waiting for its turn is not "sent",
+            and a crash then holds nothing): an answer lost after WB made the task (never named
+            to us again) leaves the goods held until that price is seen (``_stuck``; review 32
+            hole 2). The upload's body, or None: nothing left to send."""
+            going.sent_at = self.clock()
+            rows = [
+                Task(
+                    g.nm_id,
+                    UNNAMED,
+                    Decimal(g.price.roubles),
+                    g.price.message.message_id,
+                    going.sent_at,
+                    len(going.goods),
                 )
-        else:
-            await self._db(self.store.put_tasks, rows)
+                for g in going.goods
+            ]
+            if self.channel.sku_source == "article":
+                # One good at a time across workers (issue 32): a good another SKU of the
+                # article was sent to meanwhile, by a worker that read the holders before this
+                # one's claim was in, is not uploaded.
+                others = await self._db(
+                    self.store.put_first,
+                    rows,
+                    {g.nm_id: (g.price.vendor_code, g.price.sku) for g in going.goods},
+                    self.one_sku.prefixes,
+                )
+                for g in going.goods:
+                    if g.nm_id in others:
+                        self.one_sku.lost(g.price.vendor_code, others[g.nm_id])
+                        taken[g.price.message.message_id] = _shared_article(
+                            g.price, others[g.nm_id]
+                        )
+                going.goods = [g for g in going.goods if g.nm_id not in others]
+                if not going.goods:
+                    return None
+                if others:  # the rows name the goods the upload carries
+                    await self._db(
+                        self.store.put_tasks,
+                        [
+                            replace(row, goods=len(going.goods))
+                            for row in rows
+                            if row.nm_id not in others
+                        ],
+                    )
+            else:
+                await self._db(self.store.put_tasks, rows)
+            return {"data": [{"nmID": g.nm_id, "price": g.price.roubles} for g in going.goods]}
+
         try:
-            return {
-                **taken,
-                **await self._upload_stored(goods, sent_at, alone, checked, splits, rebuilt),
-            }
+            said = await self._upload_stored(going, store, alone, checked, splits, rebuilt)
+            return {**taken, **said}  # ``taken`` filled by ``store``
         except _Answer as whole:
             whole.answers.update(taken)
             raise
 
     async def _upload_stored(
         self,
-        goods: list[_Good],
-        sent_at: datetime,
+        going: _Going,
+        store: Callable[[], Awaitable[dict[str, Any] | None]],
         alone: bool,
         checked: bool,
         splits: list[int] | None,
         rebuilt: bool,
     ) -> dict[str, _Said]:
-        """``_upload``, its goods' rows stored (``UNNAMED``, at ``sent_at``)."""
-        data = [{"nmID": g.nm_id, "price": g.price.roubles} for g in goods]
-        nm_ids = [g.nm_id for g in goods]
+        """``_upload``: ``store`` writes the goods' rows (``UNNAMED``) right before the request
+        goes, and says what it carries (``going``: the goods, and when it went)."""
         try:
             response = await self._call(
-                "POST", "/api/v2/upload/task", "upload", body={"data": data}, judged=False
+                "POST", "/api/v2/upload/task", "upload", judged=False, ready=store
             )
+        except _Unsent:
+            return {}  # every good's article went to another SKU meanwhile
         except _Answer as failed:
             if not failed.classification.result_unknown:  # not sent, or refused whole
-                await self._db(self.store.drop_tasks, nm_ids, UNNAMED)
+                await self._db(self.store.drop_tasks, [g.nm_id for g in going.goods], UNNAMED)
             raise
+        goods, sent_at = going.goods, going.sent_at
+        nm_ids = [g.nm_id for g in goods]
         status = response.status_code
         if status not in (200, 208) and not _may_have_made_task(status):
             await self._db(self.store.drop_tasks, nm_ids, UNNAMED)
@@ -1070,18 +1135,49 @@ class WildberriesTarget:
             return await self._after_upload(goods, upload_id)
         words = answers.error_text(response)
         if status == 400 and (answers.ALREADY_SET in words.lower() or answers.ALL_WRONG in words):
-            if len(goods) > 1 and not checked:
-                return await self._already_for_several(goods, words)
-            if len(goods) > 1:
-                # Read back, and refused again: one by one (a request each).
-                out: dict[str, _Said] = {}
+            try:
+                try:
+                    return await self._already(goods, words, alone, checked)
+                except _Answer as refused:
+                    if refused.classification.http_status != 429 or refused.answers:
+                        raise
+                    # The 400 may have cost ten requests (research §2.3): the read after it
+                    # met a 429, whose bar the budget now keeps; read once more after it (a
+                    # bar longer than a send waits: held, ``budget_held``).
+                    return await self._already(goods, words, alone, checked)
+            except _Answer as whole:
+                # Not settled now (a read after it refused or held by the budget): the next
+                # attempt reads back first (``SET_RECEIPT``), never uploads again at once
+                # (refused "already set" again, at ten requests, for ever: review 32n).
+                if whole.classification.http_status == 429:
+                    # Uncharged, as a 429 is, and the receipt kept (a busy site's release
+                    # keeps none): due when the budget's bar has passed.
+                    whole.classification = answers.budget_held(self.budget.poll_wait())
                 for g in goods:
-                    out.update(await self._upload([g], alone=True))
-                return out
-            return await self._already_or_refused(goods[0], words, alone)
+                    key = g.price.message.message_id
+                    if key not in whole.answers and whole.classification.receipt is None:
+                        whole.answers[key] = replace(
+                            whole.classification, receipt=f"{SET_RECEIPT}{g.price.roubles}"
+                        )
+                raise
         if status == 400:
             return await self._refused_whole(goods, response, splits, rebuilt)
         raise _Answer(answers.whole(response, "upload"))
+
+    async def _already(
+        self, goods: list[_Good], words: str, alone: bool, checked: bool
+    ) -> dict[str, _Said]:
+        """An upload refused "already set" (or "all item Nos. … incorrectly, or … already
+        set")."""
+        if len(goods) > 1 and not checked:
+            return await self._already_for_several(goods, words)
+        if len(goods) > 1:
+            # Read back, and refused again: one by one (a request each).
+            out: dict[str, _Said] = {}
+            for g in goods:
+                out.update(await self._upload([g], alone=True))
+            return out
+        return await self._already_or_refused(goods[0], words, alone)
 
     async def _refused_whole(
         self,
@@ -1157,7 +1253,8 @@ class WildberriesTarget:
     async def _replayed(
         self, upload_id: int, tasks: list[Task], goods: list[_Good]
     ) -> dict[str, _Said]:
-        """A 208 names the task of an identical upload made before (research §2.1, §2.5: the
+        """A 208 names an earlier task of these goods (research §2.1, §2.5: an identical upload's,
+        or with ``dedup_by = goods`` any price's; the
         criterion and window are UNCONFIRMED). Still pending, that task is this upload's own:
         it has not applied yet, so its outcome is this price's, and the usual poll reads it.
         Ended (processed or cancelled), its outcome was then, not now: another task may have
@@ -1203,9 +1300,9 @@ class WildberriesTarget:
                 out[g.price.message.message_id] = _in_force(
                     Classification(
                         Verdict.DELIVERED,
-                        f"Wildberries answered 208 with task {upload_id}, an identical upload "
-                        f"made before; its catalogue holds {g.price.roubles} for nmID {g.nm_id}: "
-                        "the price is in force",
+                        f"Wildberries answered 208 with task {upload_id}, an earlier task it "
+                        f"named for these goods; its catalogue holds {g.price.roubles} for nmID "
+                        f"{g.nm_id}: the price is in force",
                         http_status=208,
                         receipt=f"wb-task:{upload_id}",
                     ),
@@ -1235,17 +1332,18 @@ class WildberriesTarget:
         if waited < self.task_timeout:
             return Classification(
                 Verdict.AWAITING,
-                f"Wildberries answered 208 with task {upload_id}, an identical upload that has "
-                f"ended ({why}): not applied now; uploaded again once WB makes a new task",
+                f"Wildberries answered 208 with task {upload_id}, an earlier task it named for "
+                f"these goods, which has ended ({why}): not applied now; uploaded again once WB "
+                "makes a new task",
                 http_status=208,
                 receipt=receipt,
                 again_in=REPLAY_WAIT,
             )
         return Classification(
             Verdict.TEMPORARY,
-            f"Wildberries has answered 208 with task {upload_id}, an identical upload that has "
-            f"ended ({why}), for {waited:.0f} s instead of making a new task: the price is not "
-            "applied",
+            f"Wildberries has answered 208 with task {upload_id}, an earlier task it named for "
+            f"these goods, which has ended ({why}), for {waited:.0f} s instead of making a new "
+            "task: the price is not applied",
             http_status=208,
             receipt=receipt,
             about_item=True,
@@ -1575,13 +1673,15 @@ class WildberriesTarget:
 
     async def _withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """A withheld price is live once its ``nmID`` left the quarantine and the catalogue
-        holds it (the seller confirmed it in the cabinet); still listed: withheld; left with
+        holds it (the seller confirmed it in the cabinet); still listed: withheld, unless the
+        quarantine holds another price for the good (``REPLACED``: a newer upload replaced this
+        one there, and the delivery ends superseded); left with
         another price there (the seller's own, or a newer one of ours): unknown the first time
         (the catalogue may lag the cabinet: research §2.4 gives no time to apply), and
         ``ELSEWHERE`` when the next look finds the same other price: the delivery ends
         cancelled, superseded on the channel (contract 13), never withheld forever."""
         try:
-            held = await self.quarantined()
+            held = await self._quarantine()
             read = await self._read(messages)
             codes = {p.vendor_code for p in read if isinstance(p, _Price)}
             nm = await self._db(self.store.nm_ids, sorted(codes))
@@ -1596,7 +1696,11 @@ class WildberriesTarget:
                 continue
             key, where = p.message.message_id, nm[p.vendor_code]
             other = prices.get(where) if where not in held else None
-            if where in held:
+            if where in held and held[where] not in (None, p.roubles):
+                # Another price in its place there (a newer upload's: 300 withheld, then 280,
+                # review 32n finding 4a): confirmed, that one goes live, never this one.
+                shown.append(Shown.REPLACED)
+            elif where in held:
                 shown.append(Shown.WITHHELD)
             elif other == p.roubles:
                 shown.append(Shown.LIVE)
@@ -1672,20 +1776,41 @@ class WildberriesTarget:
         body: dict[str, Any] | None = None,
         judged: bool = True,
         counted: bool = True,
+        ready: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> httpx.Response:
         """One request within the budget (``counted``: it takes a token here; a poll took its
         own) and the worker's pace; a 429 bars the budget for ``X-Ratelimit-Retry``.
-        ``judged``: any answer but a 2xx raised as ``answers.whole`` reads it."""
+        ``judged``: any answer but a 2xx raised as ``answers.whole`` reads it. ``ready``: called
+        right before the request goes (its token taken, its turn come), the body it returns
+        sent (None: nothing to send, ``_Unsent``)."""
         if self._token is None:
             raise _Answer(answers.token_missing())
-        if counted:
-            try:
-                await self.budget.take(what if what != "poll" else "read", most=_PATIENCE.get())
-            except Later as later:
-                # A longer wait would hold the worker's stop (it waits for the sends in
-                # flight): what this request carried goes back uncharged, due when the budget
-                # lets it go (as the Yandex Market target's prices, yandex_market/pace.py).
-                raise _Answer(answers.budget_held(later.seconds)) from None
+        for tries in range(1, BAR_TRIES + 1):
+            refusals = self.budget.refusals
+            if counted:
+                try:
+                    await self.budget.take(what if what != "poll" else "read", most=_PATIENCE.get())
+                except Later as later:
+                    # A longer wait would hold the worker's stop (it waits for the sends in
+                    # flight): what this request carried goes back uncharged, due when the
+                    # budget lets it go (as the Yandex Market target's prices,
+                    # yandex_market/pace.py).
+                    raise _Answer(answers.budget_held(later.seconds)) from None
+                refusals = self.budget.refusals
+            sent_at = await self._pacer.turn()
+            if not counted or tries == BAR_TRIES or self.budget.refusals == refusals:
+                break
+            # A 429 came while this one waited for its turn (review 32n finding 3): the token
+            # it took is void, WB's bucket was empty; its bar holds this request too.
+            self._pacer.done(sent_at, None, None)
+        try:
+            if ready is not None:
+                body = await ready()
+                if body is None:
+                    raise _Unsent
+        except BaseException:
+            self._pacer.done(sent_at, None, None)
+            raise
         token = self._token
         headers = {"Authorization": token}
         content = None
@@ -1693,7 +1818,6 @@ class WildberriesTarget:
             content = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         self.requests_sent += 1
-        sent_at = await self._pacer.turn()
         try:
             response = await self._http.request(
                 method, path, params=params, content=content, headers=headers
@@ -1740,6 +1864,11 @@ def _seconds(value: str | None) -> float:
         return max(0.0, float(value)) if value is not None else 1.0
     except ValueError:
         return 1.0
+
+
+def _said_set(p: _Price) -> bool:
+    """Whether WB said this price was set already when it was last sent (``SET_RECEIPT``)."""
+    return p.message.receipt == f"{SET_RECEIPT}{p.roubles}"
 
 
 def _replay_since(receipt: str | None, upload_id: int) -> datetime | None:
