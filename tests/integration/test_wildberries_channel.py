@@ -377,9 +377,9 @@ def test_a_withheld_price_a_newer_one_replaced_in_wbs_quarantine_ends_superseded
     db_url: str, engine: Engine, wb: WbSimulator
 ) -> None:
     """Review 32n finding 4a: 1C sent 300 (withheld), then 280, which replaced it in WB's price
-    quarantine. The recheck ends 300 cancelled, superseded, in words saying a newer upload
-    replaced it there (it listed "until the seller confirms the new one" though WB no longer
-    held it); 280 stays withheld."""
+    quarantine. 300 ends cancelled, superseded, in words naming the newer version (it listed
+    "until the seller confirms the new one" though WB no longer held it); 280 stays withheld.
+    (The recheck's own path for a price WB's quarantine replaced is tested on the target.)"""
     worker = make_worker(db_url, engine, wb)
     sending = worker.loop.target
     assert isinstance(sending, WildberriesTarget)
@@ -390,7 +390,10 @@ def test_a_withheld_price_a_newer_one_replaced_in_wbs_quarantine_ends_superseded
     worker = make_worker(db_url, engine, wb)
     worker.loop.target.first_poll = worker.loop.target.poll_every = 0.2  # type: ignore[attr-defined]
     run_worker(worker, lambda w: run_until_idle(w, max_seconds=15, poll_interval=0.05))
-    assert {("SKU-1", 1): ("withheld", None), ("SKU-1", 2): ("withheld", None)} == states(engine)
+    # Recorded withheld, 280 supersedes 300 at once (review 32n-ym finding 4: a newer version
+    # withheld supersedes an older withheld one); the recheck changes nothing after that.
+    superseded = {("SKU-1", 1): ("cancelled", "superseded"), ("SKU-1", 2): ("withheld", None)}
+    assert superseded == states(engine)
     target = make_worker(db_url, engine, wb).loop.target
 
     async def check() -> int:
@@ -400,15 +403,12 @@ def test_a_withheld_price_a_newer_one_replaced_in_wbs_quarantine_ends_superseded
             await target.aclose()
 
     assert 0 == asyncio.run(check())
-    assert {
-        ("SKU-1", 1): ("cancelled", "superseded"),
-        ("SKU-1", 2): ("withheld", None),
-    } == states(engine)
+    assert superseded == states(engine)
     with transaction(engine, read_only=True) as connection:
         said = connection.execute(
             select(history.c.detail).order_by(history.c.id.desc()).limit(1)
         ).scalar_one()
-    assert "a newer upload replaced it there" in said, said
+    assert "withholds a newer version instead: superseded by price.SKU-1.v2" in said, said
 
 
 @pytest.mark.parametrize(
