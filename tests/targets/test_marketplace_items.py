@@ -18,7 +18,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import MemoryArticles
 from exchange.targets.marketplace.items import Channel, Item, build, by_sku, gather, spread
-from exchange.targets.marketplace.money import Money
+from exchange.targets.marketplace.money import Money, text
 from exchange.targets.prices import MemoryKnownPrices
 
 MAPPING = {"retail": "price", "old": "old_price", "min": "min_price", "wholesale": None}
@@ -165,6 +165,24 @@ def test_a_price_is_rounded_only_as_the_channels_rounding_says(
     places: int, amount: str, rounding: str, sent: Decimal
 ) -> None:
     assert Money(places).fit(Decimal(amount), rounding) == sent
+
+
+@pytest.mark.parametrize(
+    ("places", "amount", "said"),
+    [
+        (2, "500.5000", "500.50"),
+        (2, "500.50", "500.50"),
+        (2, "500.5", "500.5"),
+        (0, "1500.00", "1500"),
+    ],
+)
+def test_an_exact_price_with_trailing_zeros_goes_at_the_fields_scale(
+    places: int, amount: str, said: str
+) -> None:
+    """Contract 14, research §1.1 (Ozon: at most two decimals): 1C's "500.5000" is exactly
+    500.50 and goes as "500.50", never refused for its notation (review ozon)."""
+    sent = Money(places).fit(Decimal(amount))
+    assert isinstance(sent, Decimal) and text(sent) == said
 
 
 @pytest.mark.parametrize(("places", "amount"), [(0, "100.50"), (2, "99.995")])

@@ -227,6 +227,20 @@ def test_kopecks_beyond_two_decimals_are_never_rounded_silently(ozon: OzonSimula
     assert rounded.verdict is Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("100.00")
 
 
+def test_an_exact_price_written_with_trailing_zeros_goes_at_two_decimals(
+    ozon: OzonSimulator,
+) -> None:
+    """Research §1.1: money as strings, at most two decimals. 1C's "500.5000" (staging keeps 4
+    decimals) is exactly 500.50: sent as "500.50" in one request, never refused for its
+    notation (review ozon: 400 code 3, the request halved four times, quarantined http-400);
+    "500.555" is still ``invalid-for-channel`` without ``rounding``."""
+    (answer,) = deliver(target(ozon), price("SKU-1", 1, "500.5000"))
+    assert answer.verdict is Verdict.DELIVERED, answer
+    assert ozon.price("SKU-1") == Decimal("500.50") and imports(ozon) == 1
+    (refused,) = deliver(target(ozon), price("SKU-2", 1, "500.555"))
+    assert refused.reason == Reason.INVALID_FOR_CHANNEL and imports(ozon) == 1
+
+
 def test_sku_source_article_sends_the_article_as_offer_id(ozon: OzonSimulator) -> None:
     made = target(ozon, sku_source="article", articles=MemoryArticles({"1c-guid": "ART-7"}))
     (answer,) = deliver(made, price("1c-guid", 1, "250.00"))
