@@ -1668,6 +1668,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "each SKU its own article in 1C"
         ),
     ),
+    # the marketplaces' one SKU an offer (exchange/targets/marketplace/holders.py)
+    (
+        r"SKUs (?P<a>.+?) and (?P<b>.+?) share the article \(Артикул\) (?P<c>.+), one "
+        r"(?P<m>Ozon|Wildberries|Yandex Market) offer \(one price\): SKU (?P=a) was sent to it "
+        r"first, and (?P=b) would overwrite its price; give each SKU its own article in 1C",
+        N_(
+            "SKUs {a} and {b} share the article (Артикул) {c}, one {m} offer (one price): SKU "
+            "{a} was sent to it first, and {b} would overwrite its price; give each SKU its own "
+            "article in 1C"
+        ),
+    ),
     (
         r"Wildberries cancelled task (?P<t>\d+) \(status 4\): uploaded again",
         N_("Wildberries cancelled task {t} (status 4): uploaded again"),
