@@ -2017,6 +2017,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"Ozon: (?P<o>.+): the API key has no role that may set prices",
         N_("Ozon: {o}: the API key has no role that may set prices"),
     ),
+    (
+        r"Ozon: (?P<o>.+): the seller has not accepted Ozon's current offer",
+        N_("Ozon: {o}: the seller has not accepted Ozon's current offer"),
+    ),
+    (
+        r"Ozon: (?P<o>.+): the API key is bound to other IP addresses than this server's",
+        N_("Ozon: {o}: the API key is bound to other IP addresses than this server's"),
+    ),
     # Ozon's (exchange/targets/ozon: answers.py, target.py): its hourly limit and "Circle is
     # open" are waits, not charged (research §1.3); its own words and codes kept as they are
     (

@@ -502,6 +502,37 @@ def test_a_key_without_the_prices_role_pauses_delivery(ozon: OzonSimulator, stat
     assert pause_cause("ozon", answer, write_refused=False) is PauseCause.OZON_KEY
 
 
+@pytest.mark.parametrize(
+    ("fault", "cause", "ru", "en"),
+    [
+        ("offer-not-signed", PauseCause.OZON_OFFER, "оферт", "accepts the new offer"),
+        ("ip-restricted", PauseCause.OZON_KEY_IP, "IP-адрес", "public IP address"),
+    ],
+)
+def test_an_offer_not_signed_and_a_key_bound_to_other_ips_pause_with_their_own_advice(
+    ozon: OzonSimulator, fault: str, cause: PauseCause, ru: str, en: str
+) -> None:
+    """Research §1.2: "Offer not signed" (the seller's offer with Ozon is outdated) and "Api-Key
+    is restricted to specific IP addresses" are mended in the seller's account, never by a new
+    key (review ozon, item 4: both said to create one); the paused worker's probe asks once per
+    ``probe_every``, as for a refused key."""
+    ozon.faults.key = fault
+    made = target(ozon, probe_every=60)
+
+    async def scenario(t: OzonTarget) -> tuple[Classification, list[Classification]]:
+        (answer,) = await t.send([price("SKU-1", 1)])
+        return answer, [await t.health(), await t.health()]
+
+    answer, probes = run(made, scenario)
+    assert answer.verdict is Verdict.PAUSE and ozon.requests[ROLES] == 1
+    assert {p.verdict for p in probes} == {Verdict.PAUSE}
+    assert pause_cause("ozon", answer, write_refused=False) is cause
+    said = {lang: pause_words(cause.value, answer.detail, lang) for lang in ("ru", "en")}
+    assert ru in said["ru"] and en in said["en"], said
+    for lang in ("ru", "en"):
+        assert "создаёт ключ" not in said[lang] and "creates a key" not in said[lang]
+
+
 def test_a_client_id_ozon_cannot_read_pauses_delivery_in_one_request_never_split(
     ozon: OzonSimulator,
 ) -> None:

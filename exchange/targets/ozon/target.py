@@ -36,11 +36,7 @@ from typing import Any
 
 import httpx
 
-from exchange.domain.pause import (
-    MARKETPLACE_KEY_REFUSED,
-    OZON_CLIENT_ID_REFUSED,
-    SETTING_MISSING,
-)
+from exchange.domain.pause import SETTING_MISSING
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
@@ -65,6 +61,7 @@ from exchange.targets.marketplace.money import Money, text
 from exchange.targets.ozon.answers import (
     CIRCLE,
     CIRCLE_SECONDS,
+    KEY_PAUSES,
     circle_held,
     circle_in,
     item_answer,
@@ -358,7 +355,7 @@ class OzonTarget:
             return stop.classification
         if response.status_code != 200:
             answer = refusal(response.status_code, response.content, None)
-            if answer.error_class in (MARKETPLACE_KEY_REFUSED, OZON_CLIENT_ID_REFUSED):
+            if answer.error_class in KEY_PAUSES:
                 self._key_refused = (now, key, answer)
             return answer
         return Classification(Verdict.DELIVERED, "Ozon: /v1/roles answered", http_status=200)
