@@ -419,3 +419,21 @@ def test_a_dependent_price_1c_replaced_goes_as_none_beside_prices_taken_in_after
     same = replace(price("A", "retail", "1100", 2), taken_at=replaced_at)
     [item] = build([same], channel(dependent=dependent), held, {}).items
     assert item.prices == {"price": Decimal("1100"), "old_price": Decimal(0)}
+
+
+def test_a_wait_is_said_in_whole_seconds_never_a_fraction() -> None:
+    """A wait in a detail's words is whole seconds, rounded up (review ozon, item 8: "looked at
+    again in 13.0258 s"); the wait itself keeps its precision."""
+    from datetime import timedelta
+
+    from exchange.domain.prices import WaitingPrice
+    from exchange.targets.marketplace import items
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    due = now + timedelta(seconds=13.0258)
+    said = items._waits(
+        (WaitingPrice("A", "old", 3, due), "old_price"), channel(), "a rule", now, 60.0
+    )
+    assert "looked at again in 14 s" in said.detail, said.detail
+    assert said.again_in == 13.0258
+    assert items.seconds_said(0.2) == "1" and items.seconds_said(60.0) == "60"
