@@ -365,6 +365,7 @@ def ozon_target(
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
     from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.marketplace.holders import NO_HOLDERS
     from exchange.targets.ozon.hours import NO_SENT_TIMES
     from exchange.targets.ozon.target import OzonTarget
     from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
@@ -406,6 +407,7 @@ def ozon_target(
         if engine is not None
         else NO_KNOWN_PRICES,
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
+        holders=DbSentTimes(engine, channel) if engine is not None else NO_HOLDERS,
         sent=DbSentTimes(engine, channel) if engine is not None else NO_SENT_TIMES,
         clock=(lambda: clock.now().timestamp()) if clock is not None else time.time,
         # A refused key is asked about again once per retry_max_delay, as WB's and YM's

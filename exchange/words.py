@@ -480,6 +480,9 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "released": NP_("event", "released"),
         # a released attempt whose request went out and got no answer (``event_said``)
         "released-unknown": NP_("event", "sent, answer unknown: sent again, not charged"),
+        # a released attempt the site or marketplace answered with its pace refusal (a 429,
+        # Ozon's code 8: ``domain.retry``'s "… busy, not charged: …", ``event_said``)
+        "released-busy": NP_("event", "sent, answered busy: sent again later, not charged"),
         "lease-expired": NP_("event", "lease expired"),
         "operator-retry": NP_("event", "operator retry"),
         "operator-cancel": NP_("event", "operator cancel"),
@@ -1046,10 +1049,18 @@ def event_said(event: str | None, detail: str | None, lang: Lang) -> str:
     """A history row's event in words. An uncharged attempt handed back (``released``) whose
     request went out with no answer (its detail begins ``result-unknown:``,
     ``queue.record``: a timeout after sending) was sent, not "returned unsent": said as sent,
-    answer unknown, sent again (review mpadvice item 3); any other by ``name``."""
+    answer unknown, sent again (review mpadvice item 3); one the site or the marketplace
+    answered with its pace refusal (a 429: ``domain.retry`` writes "… busy, not charged: …")
+    was sent and answered, said so (review ozon, item 6); any other by ``name``."""
     if event == "released" and (detail or "").startswith("result-unknown: "):
         return name("event", "released-unknown", lang)
+    if event == "released" and _ANSWERED_BUSY.match(detail or ""):
+        return name("event", "released-busy", lang)
     return name("event", event, lang)
+
+
+# ``domain.retry``'s words of a release on the site's pace refusal: "<who> busy, not charged: "
+_ANSWERED_BUSY = re.compile(r"[^:]*\bbusy, not charged: ")
 
 
 def state_said(
@@ -1678,6 +1689,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "each SKU its own article in 1C"
         ),
     ),
+    # the marketplaces' one SKU an offer (exchange/targets/marketplace/holders.py)
+    (
+        r"SKUs (?P<a>.+?) and (?P<b>.+?) share the article \(Артикул\) (?P<c>.+), one "
+        r"(?P<m>Ozon|Wildberries|Yandex Market) offer \(one price\): SKU (?P=a) was sent to it "
+        r"first, and (?P=b) would overwrite its price; give each SKU its own article in 1C",
+        N_(
+            "SKUs {a} and {b} share the article (Артикул) {c}, one {m} offer (one price): SKU "
+            "{a} was sent to it first, and {b} would overwrite its price; give each SKU its own "
+            "article in 1C"
+        ),
+    ),
     (
         r"Wildberries cancelled task (?P<t>\d+) \(status 4\): uploaded again",
         N_("Wildberries cancelled task {t} (status 4): uploaded again"),
@@ -2051,6 +2073,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"Ozon: (?P<o>.+): the API key has no role that may set prices",
         N_("Ozon: {o}: the API key has no role that may set prices"),
+    ),
+    (
+        r"Ozon: (?P<o>.+): the seller has not accepted Ozon's current offer",
+        N_("Ozon: {o}: the seller has not accepted Ozon's current offer"),
+    ),
+    (
+        r"Ozon: (?P<o>.+): the API key is bound to other IP addresses than this server's",
+        N_("Ozon: {o}: the API key is bound to other IP addresses than this server's"),
     ),
     # Ozon's (exchange/targets/ozon: answers.py, target.py): its hourly limit and "Circle is
     # open" are waits, not charged (research §1.3); its own words and codes kept as they are

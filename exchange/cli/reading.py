@@ -390,17 +390,7 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | Non
         reason = name("reason", row["reason"], lang, row.get("target")) or "—"
     facts = [
         _("{state}  {kind} {aggregate} v{version}", lang).format(
-            state=(
-                state_said(
-                    row["state"],
-                    lang,
-                    awaiting=bool(row.get("awaiting")),
-                    on_1c=bool(row.get("awaiting_1c")),
-                )
-                or "—"
-                if lang != "en"
-                else row["state"] or "-"
-            ),
+            state=_state_shown(row, lang),
             kind=name("kind", row["kind"], lang) if lang != "en" else row["kind"],
             aggregate=row["aggregate"],
             version=row["version"],
@@ -429,6 +419,20 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | Non
     return "    " + "  ".join(facts)
 
 
+def _state_shown(row: dict[str, Any], lang: Lang) -> str:
+    """A delivery's state as ``find`` and ``history`` print it: in words in Russian; in
+    English its code, except a wait for the channel (or for 1C's other price type), said in
+    words as in Russian, never ``delayed`` as a retry (review ozon: English showed ``delayed``
+    for a price waiting for Ozon's hour while Russian said «ждёт площадку»)."""
+    state = row["state"]
+    awaiting = bool(row.get("awaiting"))
+    if lang != "en" or (state == "delayed" and awaiting):
+        return state_said(state, lang, awaiting=awaiting, on_1c=bool(row.get("awaiting_1c"))) or (
+            "—" if lang != "en" else "-"
+        )
+    return state or "-"
+
+
 def _waits(said: str, lang: Lang) -> str:
     """A delayed row's detail after «ждёт: » / "waits: ", unless it already says it waits
     (Ozon's hold reads «ждёт: за этот час…», "held: …"; a companion's «ждёт {m}…»): said
@@ -455,14 +459,8 @@ def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _delivery_line(delivery: dict[str, Any], lang: Lang = "en", target: str | None = None) -> str:
     """A message's delivery on one channel (of ``target``), as ``history`` prints it under the
     headline."""
-    state, reason = delivery["state"], delivery["reason"]
+    state, reason = _state_shown(delivery, lang), delivery["reason"]
     if lang != "en":
-        state = state_said(
-            state,
-            lang,
-            awaiting=bool(delivery.get("awaiting")),
-            on_1c=bool(delivery.get("awaiting_1c")),
-        )
         reason = name("reason", reason, lang, target)
     return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
         channel=delivery["channel"],
@@ -517,7 +515,7 @@ def history(
     if lang == "en":
         headline = (
             f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
-            f"state={m['state'] or '-'} reason={m['reason']} attempts={m['attempts']}"
+            f"state={_state_shown(m, lang)} reason={m['reason']} attempts={m['attempts']}"
         )
     else:  # the state, the kind and the reason in words; the reason's code beside its name
         headline = _(

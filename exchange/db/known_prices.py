@@ -157,6 +157,9 @@ class DbKnownPrices:
                 )
                 if self.delivered_only:
                     # The outcome of a later version's send is unknown: so is what it holds.
+                    # Charged, or released with its result unknown (an answer lost after
+                    # the marketplace applied it charges nothing: review ozon, v2 800 applied,
+                    # 1C's 700 again was answered "unchanged" while Ozon held 800).
                     # Not the asking batch's own: a later version on its first attempt under
                     # the aggregate's lease now (one delivery of an aggregate in flight on a
                     # channel, lease.py) is not sent yet, so the channel holds the delivered
@@ -187,7 +190,7 @@ class DbKnownPrices:
                             later.c.aggregate_id == newest.c.aggregate_id,
                             on(later.c.channel_id, ids),
                             later.c.version > newest.c.version,
-                            later.c.attempts > 0,
+                            or_(later.c.attempts > 0, _unknown_attempt(later)),
                             ~first_try_now,
                         )
                         .exists()
@@ -264,13 +267,13 @@ def _replaced(
             found[(sku, price_type)] = replace(known, replaced_at=taken_at)
 
 
-def _doubted(table: FromClause, receipts: tuple[str, ...]) -> ColumnElement[bool]:
-    """A delivery of ``table`` not delivered nor in flight that may have reached the channel:
-    an attempt of it ended with its result unknown (``exchange.queue.record`` writes
-    ``result-unknown:`` before its detail) or was taken over from an expired lease, it was
-    quarantined ``unknown-response``, or its receipt begins with one of ``receipts``."""
+def _unknown_attempt(table: FromClause) -> ColumnElement[bool]:
+    """An attempt of the delivery of ``table`` ended with its result unknown
+    (``exchange.queue.record`` writes ``result-unknown:`` before its detail: a release that
+    charged nothing, e.g. the answer lost after the channel applied the price) or was taken
+    over from an expired lease."""
     h = history.c
-    unknown_attempt = (
+    return (
         select(h.id)
         .where(
             h.message_pk == table.c.message_pk,
@@ -282,9 +285,16 @@ def _doubted(table: FromClause, receipts: tuple[str, ...]) -> ColumnElement[bool
         )
         .exists()
     )
+
+
+def _doubted(table: FromClause, receipts: tuple[str, ...]) -> ColumnElement[bool]:
+    """A delivery of ``table`` not delivered nor in flight that may have reached the channel:
+    an attempt of it ended with its result unknown (``exchange.queue.record`` writes
+    ``result-unknown:`` before its detail) or was taken over from an expired lease, it was
+    quarantined ``unknown-response``, or its receipt begins with one of ``receipts``."""
     why: list[ColumnElement[bool]] = [
         table.c.reason == Reason.UNKNOWN_RESPONSE.value,
-        unknown_attempt,
+        _unknown_attempt(table),
     ]
     why += [table.c.receipt.startswith(r, autoescape=True) for r in receipts]
     return and_(table.c.state.in_(DOUBT_STATES), or_(*why))

@@ -24,6 +24,12 @@ MARKETPLACE_KEY_REFUSED = "MarketplaceKeyRefused"
 # Ozon's (research §1.2): Ozon refused the Client-Id (a 400 "Client-Id header value should be
 # positive integer"): the channel's ozon_client_id, not the key, is to mend.
 OZON_CLIENT_ID_REFUSED = "OzonClientIdRefused"
+# Ozon's (research §1.2): 403 "Offer not signed", the seller has not accepted Ozon's current
+# offer (оферта): no key mends it, the seller accepts the offer in the seller's account.
+OZON_OFFER_NOT_SIGNED = "OzonOfferNotSigned"
+# Ozon's (research §1.2): "Api-Key is restricted to specific IP addresses": the key is bound to
+# addresses this server's is not among; the key's allowed addresses are to mend, not the key.
+OZON_KEY_IP_RESTRICTED = "OzonKeyIpRestricted"
 # Wildberries' (contract 14, research §2.2): WB refused the token (expired, withdrawn, without
 # the Prices category), or the token is read-only (its claims, or WB's 401 saying so).
 WB_TOKEN_REFUSED = "TokenRefused"
@@ -61,6 +67,10 @@ class PauseCause(StrEnum):
     OZON_READ_ONLY_KEY = "ozon-read-only-key"
     # Ozon refused the Client-Id the channel sends (research §1.2): ozon_client_id is wrong.
     OZON_CLIENT_ID = "ozon-client-id"
+    # Ozon refuses every request until the seller accepts its current offer (research §1.2).
+    OZON_OFFER = "ozon-offer"
+    # Ozon's key is restricted to IP addresses this server's is not among (research §1.2).
+    OZON_KEY_IP = "ozon-key-ip"
     OTHER = "other"  # a refusal with no words of its own: its answer is shown
 
 
@@ -98,6 +108,10 @@ def pause_cause(target: str, answer: Classification, *, write_refused: bool) -> 
         return KEY_REFUSED_BY_TARGET.get(target, PauseCause.MARKETPLACE_KEY)
     if answer.error_class == OZON_CLIENT_ID_REFUSED:
         return PauseCause.OZON_CLIENT_ID
+    if answer.error_class == OZON_OFFER_NOT_SIGNED:
+        return PauseCause.OZON_OFFER
+    if answer.error_class == OZON_KEY_IP_RESTRICTED:
+        return PauseCause.OZON_KEY_IP
     if answer.error_class == SETTING_MISSING:
         return PauseCause.BITRIX_LOGIN_MISSING if target == "bitrix" else PauseCause.WOO_KEY_MISSING
     if target == "woocommerce" and answer.error_class == NO_REST_API:

@@ -187,6 +187,8 @@ def decide(
                     not_sent(f"probe failed, not charged: {c.detail}", attempt),
                     http_status=c.http_status,
                     error_class=c.error_class,
+                    # A probe cut off after it left may have landed, as any send.
+                    result_unknown=c.result_unknown,
                 )
             if site_delay is not None:
                 hinted = parse_retry_after(c.retry_after, now) or 0.0

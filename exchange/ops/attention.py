@@ -597,6 +597,31 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "Seller API, a role allowed to set prices; a key lasts six months) and writes it into "
         "the channel's key file ozon_api_key_file; a running service reads it again by itself",
     ),
+    # Ozon's two refusals that no new key mends (research §1.2): its offer (оферта) not
+    # accepted ("Offer not signed"), and a key bound to other IP addresses.
+    PauseCause.OZON_OFFER.value: (
+        "Доставка остановлена: Ozon отказывает, пока продавец не принял действующую оферту Ozon "
+        "({answer}). Владелец кабинета принимает новую оферту в личном кабинете продавца Ozon; "
+        "ключ API менять не нужно. Сервис спрашивает Ozon снова "
+        "раз в EXCHANGE_RETRY_MAX_DELAY; после принятия оферты можно выполнить exchange resume",
+        "Delivery paused: Ozon refuses requests until the seller accepts Ozon's current offer "
+        "(оферта) ({answer}). The owner of the seller's account accepts the new offer in the "
+        "Ozon seller's account; the API key stays as it is. Ozon is "
+        "asked again once every EXCHANGE_RETRY_MAX_DELAY; once the offer is accepted, exchange "
+        "resume goes on at once",
+    ),
+    PauseCause.OZON_KEY_IP.value: (
+        "Доставка остановлена: ключ API Ozon разрешён только для других IP-адресов "
+        "({answer}). Продавец добавляет внешний IP-адрес этого сервера в список разрешённых "
+        "адресов ключа в личном кабинете Ozon (Настройки → Seller API) или снимает "
+        "ограничение; ключ в ozon_api_key_file менять не нужно. Сервис спрашивает Ozon снова "
+        "раз в EXCHANGE_RETRY_MAX_DELAY; после исправления можно выполнить exchange resume",
+        "Delivery paused: the Ozon API key is allowed only from other IP addresses "
+        "({answer}). The seller adds this server's public IP address to the key's allowed "
+        "addresses in the Ozon seller's account (Settings → Seller API), or lifts the "
+        "restriction; the key in ozon_api_key_file stays as it is. Ozon is asked again once every "
+        "EXCHANGE_RETRY_MAX_DELAY; once mended, exchange resume goes on at once",
+    ),
     PauseCause.YM_KEY.value: (
         "Доставка остановлена: Яндекс Маркет не принял ключ API или у ключа нет доступа к "
         "ценам ({answer}). Владелец или менеджер кабинета продавца на Маркете создаёт ключ "

@@ -40,6 +40,7 @@ from exchange.secrets import safe_http_url, safe_url
 from exchange.settings import Settings, onec_folder
 from exchange.settings.channels import channel_words
 from exchange.targets.bitrix.target import BitrixTarget
+from exchange.targets.ozon.answers import KEY_PAUSES
 from exchange.targets.ozon.target import OzonTarget, Roles
 from exchange.targets.shop_api.client import TLS_ERROR, Response, SiteClient, SiteResult
 from exchange.targets.wildberries import token as wb_token
@@ -479,6 +480,11 @@ _DETAILS = tuple(
         (r"refused", N_("refused")),
         (r"not configured", N_("not configured")),
         (r"the key is refused", N_("the key is refused")),
+        (
+            r"ozon_api_url is not Ozon's API \(check it\)",
+            N_("ozon_api_url is not Ozon's API (check it)"),
+        ),
+        (r"the key could not be checked", N_("the key could not be checked")),
         (r"the key is not accepted", N_("the key is not accepted")),
         (r"no price taken yet", N_("no price taken yet")),
         (r"no price has been taken in yet", N_("no price has been taken in yet")),
@@ -1317,10 +1323,11 @@ async def _check_ozon(
     try:
         roles = await target.roles()
         if not isinstance(roles, Roles):
+            why = _ozon_skipped(roles)
             return [
                 fail(accepted, roles.detail),
-                skip(writes, "the key is refused"),
-                skip(resolves, "the key is refused"),
+                skip(writes, why),
+                skip(resolves, why),
                 ok(limits, OZON_LIMITS),
             ]
         expires = f"; it expires {roles.expires_at}" if roles.expires_at else ""
@@ -1344,6 +1351,17 @@ async def _check_ozon(
         return results
     finally:
         await target.aclose()
+
+
+def _ozon_skipped(refused: Classification) -> str:
+    """Why the checks after the key's were skipped: the key refused, or no answer of Ozon's
+    about the key at all (a wrong ozon_api_url's 404: review ozon, "the key is refused" was
+    said of a key Ozon never saw)."""
+    if refused.error_class in KEY_PAUSES:
+        return "the key is refused"
+    if "check ozon_api_url" in refused.detail:
+        return "ozon_api_url is not Ozon's API (check it)"
+    return "the key could not be checked"
 
 
 async def _ozon_sample(

@@ -102,14 +102,14 @@ def ozon_check(
 ) -> list[tuple[Status, str, str]]:
     key_file = tmp_path / "ozon.key"
     key_file.write_text(key, encoding="utf-8")
-    settings = load_settings(
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key_file),
-        database_url=f"sqlite:///{tmp_path / 'none.db'}",
-        **extra,
-    )
+    options: dict[str, object] = {
+        "target": "ozon",
+        "ozon_api_url": site.url,
+        "ozon_client_id": "836741",
+        "ozon_api_key_file": str(key_file),
+        "database_url": f"sqlite:///{tmp_path / 'none.db'}",
+    }
+    settings = load_settings(**{**options, **extra})
     return [(r.status, r.what, r.detail) for r in check_target(settings)]
 
 
@@ -137,6 +137,20 @@ def test_ozon_refused_key_fails_and_never_shows_it(ozon: OzonSimulator, tmp_path
     (accepted, writes, *_) = ozon_check(ozon, tmp_path, key="a-wrong-key")
     assert (accepted[0], writes[0]) == (Status.FAIL, Status.SKIP)
     assert "Invalid Api-Key" in accepted[2] and "a-wrong-key" not in accepted[2]
+    assert "the key is refused" in writes[2]
+
+
+def test_ozon_checks_after_a_wrong_url_say_the_url_not_the_key(
+    ozon: OzonSimulator, tmp_path: Path
+) -> None:
+    """A wrong ozon_api_url path (Ozon's 404 code 12): the key's check says to check
+    ozon_api_url, and the checks skipped after it say so too, never "the key is refused" of a
+    key Ozon never judged (review ozon, item 7)."""
+    (accepted, writes, sample, _) = ozon_check(ozon, tmp_path, ozon_api_url=f"{ozon.url}/api")
+    assert accepted[0] is Status.FAIL and "check ozon_api_url" in accepted[2], accepted
+    for skipped in (writes, sample):
+        assert skipped[0] is Status.SKIP and "ozon_api_url" in skipped[2], skipped
+        assert "key is refused" not in skipped[2]
 
 
 @pytest.mark.parametrize("source", ["sku", "article"])

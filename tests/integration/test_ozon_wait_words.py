@@ -80,3 +80,23 @@ def test_a_price_held_for_ozons_hour_reads_as_a_wait_in_find_history_and_status(
     status = cli("status", db=db_url, env=RU)
     counted = re.search(r"из них ждут площадку \(не повтор\)\s*│\s*1\s*│", status.stdout)
     assert counted, status.stdout
+
+
+def test_in_english_too_a_price_held_for_ozons_hour_reads_as_a_wait_not_delayed(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """docs: a price held by the marketplace is "waiting for the marketplace" (review ozon,
+    item 5: English ``find`` and ``history`` said ``delayed`` while Russian said «ждёт
+    площадку»)."""
+    from clitools import Cli
+
+    held_for_the_hour(db_url, engine, site, tmp_path)
+    cli = Cli(tmp_path)
+    found = cli("find", "SKU-1", db=db_url, env={"EXCHANGE_LANG": "en"})
+    assert found.returncode == 0, found.stderr
+    line = " ".join(found.stdout.split())
+    assert "waiting for the marketplace" in line and "delayed" not in line, line
+    told = cli("history", "SKU-1", db=db_url, env={"EXCHANGE_LANG": "en"})
+    assert told.returncode == 0, told.stderr
+    headline = " ".join(told.stdout.split("\n")[1].split())
+    assert "state=waiting for the marketplace" in headline, told.stdout

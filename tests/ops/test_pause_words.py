@@ -45,6 +45,10 @@ def _pause(status_code: int | None, error_class: str | None = None) -> Classific
         ("ozon", _pause(403, "MarketplaceKeyRefused"), True, PauseCause.OZON_READ_ONLY_KEY),
         # Ozon's 400 code 3 of a Client-Id it cannot read: the setting, not the key (review 32c).
         ("ozon", _pause(400, "OzonClientIdRefused"), False, PauseCause.OZON_CLIENT_ID),
+        # Ozon's "Offer not signed" and a key bound to other IPs: no new key mends them (review
+        # ozon, item 4: both said "create a new key").
+        ("ozon", _pause(403, "OzonOfferNotSigned"), False, PauseCause.OZON_OFFER),
+        ("ozon", _pause(403, "OzonKeyIpRestricted"), False, PauseCause.OZON_KEY_IP),
         # A refused marketplace key: that marketplace's own words, never both.
         ("ozon", _pause(404, "MarketplaceKeyRefused"), False, PauseCause.OZON_KEY),
         ("yandex-market", _pause(401, "MarketplaceKeyRefused"), False, PauseCause.YM_KEY),

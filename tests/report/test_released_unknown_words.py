@@ -27,3 +27,16 @@ def test_the_http_column_has_no_internal_class_name_in_russian() -> None:
     assert answer_said(None, "InvalidForChannel", "ru") is None
     assert answer_said(400, "InvalidForChannel", "ru") == "400"
     assert answer_said(None, "InvalidForChannel", "en") == "InvalidForChannel"
+
+
+def test_a_released_attempt_the_marketplace_answered_busy_is_said_as_sent_and_answered() -> None:
+    """Ozon's 429 (code 8, research §1.3) releases the attempt uncharged, yet the request went
+    out and was answered: never «возвращено без отправки» (review ozon, item 6)."""
+    for busy in ("Ozon busy", "channel ozon (Ozon) busy", "site busy"):
+        detail = f"{busy}, not charged: Ozon: HTTP 429 code 8: You have reached request rate limit"
+        said = event_said("released", detail, "ru")
+        assert "без отправки" not in said and "перегружен" in said, said
+        assert "answered busy" in event_said("released", detail, "en")
+    assert event_said("released", "no answer, not charged: ConnectError", "ru") == (
+        "возвращено без отправки"
+    )

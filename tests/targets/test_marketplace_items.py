@@ -18,7 +18,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import MemoryArticles
 from exchange.targets.marketplace.items import Channel, Item, build, by_sku, gather, spread
-from exchange.targets.marketplace.money import Money
+from exchange.targets.marketplace.money import Money, text
 from exchange.targets.prices import MemoryKnownPrices
 
 MAPPING = {"retail": "price", "old": "old_price", "min": "min_price", "wholesale": None}
@@ -165,6 +165,24 @@ def test_a_price_is_rounded_only_as_the_channels_rounding_says(
     places: int, amount: str, rounding: str, sent: Decimal
 ) -> None:
     assert Money(places).fit(Decimal(amount), rounding) == sent
+
+
+@pytest.mark.parametrize(
+    ("places", "amount", "said"),
+    [
+        (2, "500.5000", "500.50"),
+        (2, "500.50", "500.50"),
+        (2, "500.5", "500.5"),
+        (0, "1500.00", "1500"),
+    ],
+)
+def test_an_exact_price_with_trailing_zeros_goes_at_the_fields_scale(
+    places: int, amount: str, said: str
+) -> None:
+    """Contract 14, research §1.1 (Ozon: at most two decimals): 1C's "500.5000" is exactly
+    500.50 and goes as "500.50", never refused for its notation (review ozon)."""
+    sent = Money(places).fit(Decimal(amount))
+    assert isinstance(sent, Decimal) and text(sent) == said
 
 
 @pytest.mark.parametrize(("places", "amount"), [(0, "100.50"), (2, "99.995")])
@@ -401,3 +419,21 @@ def test_a_dependent_price_1c_replaced_goes_as_none_beside_prices_taken_in_after
     same = replace(price("A", "retail", "1100", 2), taken_at=replaced_at)
     [item] = build([same], channel(dependent=dependent), held, {}).items
     assert item.prices == {"price": Decimal("1100"), "old_price": Decimal(0)}
+
+
+def test_a_wait_is_said_in_whole_seconds_never_a_fraction() -> None:
+    """A wait in a detail's words is whole seconds, rounded up (review ozon, item 8: "looked at
+    again in 13.0258 s"); the wait itself keeps its precision."""
+    from datetime import timedelta
+
+    from exchange.domain.prices import WaitingPrice
+    from exchange.targets.marketplace import items
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    due = now + timedelta(seconds=13.0258)
+    said = items._waits(
+        (WaitingPrice("A", "old", 3, due), "old_price"), channel(), "a rule", now, 60.0
+    )
+    assert "looked at again in 14 s" in said.detail, said.detail
+    assert said.again_in == 13.0258
+    assert items.seconds_said(0.2) == "1" and items.seconds_said(60.0) == "60"

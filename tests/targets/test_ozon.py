@@ -227,6 +227,20 @@ def test_kopecks_beyond_two_decimals_are_never_rounded_silently(ozon: OzonSimula
     assert rounded.verdict is Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("100.00")
 
 
+def test_an_exact_price_written_with_trailing_zeros_goes_at_two_decimals(
+    ozon: OzonSimulator,
+) -> None:
+    """Research §1.1: money as strings, at most two decimals. 1C's "500.5000" (staging keeps 4
+    decimals) is exactly 500.50: sent as "500.50" in one request, never refused for its
+    notation (review ozon: 400 code 3, the request halved four times, quarantined http-400);
+    "500.555" is still ``invalid-for-channel`` without ``rounding``."""
+    (answer,) = deliver(target(ozon), price("SKU-1", 1, "500.5000"))
+    assert answer.verdict is Verdict.DELIVERED, answer
+    assert ozon.price("SKU-1") == Decimal("500.50") and imports(ozon) == 1
+    (refused,) = deliver(target(ozon), price("SKU-2", 1, "500.555"))
+    assert refused.reason == Reason.INVALID_FOR_CHANNEL and imports(ozon) == 1
+
+
 def test_sku_source_article_sends_the_article_as_offer_id(ozon: OzonSimulator) -> None:
     made = target(ozon, sku_source="article", articles=MemoryArticles({"1c-guid": "ART-7"}))
     (answer,) = deliver(made, price("1c-guid", 1, "250.00"))
@@ -486,6 +500,37 @@ def test_a_key_without_the_prices_role_pauses_delivery(ozon: OzonSimulator, stat
     (answer,) = deliver(target(ozon), price("SKU-1", 1))
     assert answer.verdict is Verdict.PAUSE and "role" in answer.detail
     assert pause_cause("ozon", answer, write_refused=False) is PauseCause.OZON_KEY
+
+
+@pytest.mark.parametrize(
+    ("fault", "cause", "ru", "en"),
+    [
+        ("offer-not-signed", PauseCause.OZON_OFFER, "оферт", "accepts the new offer"),
+        ("ip-restricted", PauseCause.OZON_KEY_IP, "IP-адрес", "public IP address"),
+    ],
+)
+def test_an_offer_not_signed_and_a_key_bound_to_other_ips_pause_with_their_own_advice(
+    ozon: OzonSimulator, fault: str, cause: PauseCause, ru: str, en: str
+) -> None:
+    """Research §1.2: "Offer not signed" (the seller's offer with Ozon is outdated) and "Api-Key
+    is restricted to specific IP addresses" are mended in the seller's account, never by a new
+    key (review ozon, item 4: both said to create one); the paused worker's probe asks once per
+    ``probe_every``, as for a refused key."""
+    ozon.faults.key = fault
+    made = target(ozon, probe_every=60)
+
+    async def scenario(t: OzonTarget) -> tuple[Classification, list[Classification]]:
+        (answer,) = await t.send([price("SKU-1", 1)])
+        return answer, [await t.health(), await t.health()]
+
+    answer, probes = run(made, scenario)
+    assert answer.verdict is Verdict.PAUSE and ozon.requests[ROLES] == 1
+    assert {p.verdict for p in probes} == {Verdict.PAUSE}
+    assert pause_cause("ozon", answer, write_refused=False) is cause
+    said = {lang: pause_words(cause.value, answer.detail, lang) for lang in ("ru", "en")}
+    assert ru in said["ru"] and en in said["en"], said
+    for lang in ("ru", "en"):
+        assert "создаёт ключ" not in said[lang] and "creates a key" not in said[lang]
 
 
 def test_a_client_id_ozon_cannot_read_pauses_delivery_in_one_request_never_split(

@@ -60,6 +60,8 @@ async def one_round(
     target: OzonTarget,
     version: int,
     amount: str | None = None,
+    probe: bool = False,
+    site_delay: float | None = None,
 ) -> Classification:
     row = price_row("SKU-1", version, amount or f"{100 + version}.00")
     stage(engine, [row])
@@ -91,6 +93,8 @@ async def one_round(
         now=clock.now(),
         policy=RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=60.0),
         rng=Random(1),
+        probe=probe,
+        site_delay=site_delay,
     )
     with transaction(engine) as c:
         recording.record(
@@ -307,3 +311,48 @@ def test_a_price_another_worker_left_unknown_is_not_taken_from_this_workers_memo
     assert "not sent again" not in answers[2].detail, answers[2]
     assert ozon.requests[IMPORT_PRICES] == 3
     assert ozon.price("SKU-1") == Decimal("100")
+
+
+@pytest.mark.parametrize("released", ["site pace", "probe"])
+def test_a_price_ozon_may_hold_after_an_answer_lost_is_what_an_unchanged_price_is_compared_with(
+    engine: Engine, settings: Settings, clock: FakeClock, ozon: OzonSimulator, released: str
+) -> None:
+    """Contract 14, docs "One item per SKU": a price equal to the one Ozon is known to hold
+    is not sent again, and what Ozon may hold counts (delivered, or in doubt). v1 700 is
+    delivered; v2 800 is applied by Ozon and the connection cut before its answer, released
+    not charged (the site's pace, or the breaker's probe), its result unknown; 1C goes back
+    to 700 (v3): it is sent, and Ozon shows 700 (review ozon: v3 was "unchanged" while Ozon
+    held 800)."""
+
+    async def scenario() -> list[Classification]:
+        target = ozon_target(ozon, engine, clock)
+        try:
+            answers = [await one_round(engine, settings, clock, target, 1, "700.00")]
+            ozon.faults.drop_after = True
+            answers.append(
+                await one_round(
+                    engine,
+                    settings,
+                    clock,
+                    target,
+                    2,
+                    "800.00",
+                    probe=released == "probe",
+                    site_delay=1.0 if released == "site pace" else None,
+                )
+            )
+            ozon.faults.drop_after = False
+            assert ozon.price("SKU-1") == Decimal("800")
+            clock.advance(120)
+            answers.append(await one_round(engine, settings, clock, target, 3, "700.00"))
+            return answers
+        finally:
+            await target.aclose()
+
+    answers = asyncio.run(scenario())
+
+    assert answers[1].result_unknown and answers[1].verdict is not Verdict.DELIVERED, answers[1]
+    assert answers[2].verdict is Verdict.DELIVERED, answers[2]
+    assert "not sent again" not in answers[2].detail, answers[2]
+    assert ozon.requests[IMPORT_PRICES] == 3
+    assert ozon.price("SKU-1") == Decimal("700")

@@ -2,7 +2,9 @@
 (Yandex trims ``offerId``, research §3.1 ``ShopSku``; under ``sku_source = article`` two 1C
 offers may share an article, one Wildberries ``nmID`` or one Yandex offer) would overwrite each
 other's price there. The first SKU sent keeps the good; the other is ``invalid-for-channel``,
-in the target's words naming both. ``wildberries`` and ``yandex-market`` decide it here.
+in the target's words naming both. ``wildberries``, ``yandex-market`` and ``ozon`` decide it
+here (``OneSkuAGood.split`` for a target's items; ``shared_article``: the words under
+``sku_source = article``).
 
 ``OfferHolders`` is the port the decision reads the channel's earlier sends through, whichever
 worker made them (``exchange.db.sent_times.DbSentTimes.offer_holders``); ``NO_HOLDERS`` is its
@@ -21,10 +23,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def shared_article(keeper: str, sku: str, article: str, marketplace: str) -> str:
+    """Why ``sku`` is ``invalid-for-channel``: it shares ``article`` with ``keeper``, sent to
+    the marketplace's offer first (one offer, one price: each would overwrite the other's)."""
+    return (
+        f"SKUs {keeper!r} and {sku!r} share the article (Артикул) {article!r}, one "
+        f"{marketplace} offer (one price): SKU {keeper!r} was sent to it first, and {sku!r} "
+        "would overwrite its price; give each SKU its own article in 1C"
+    )
 
 
 class OfferHolders(Protocol):
@@ -97,6 +111,28 @@ class OneSkuAGood:
         if ranked and ranked[0] != sku:
             return ranked[0]
         return self._claimed.setdefault(offer, sku)
+
+    async def split(
+        self,
+        goods: Sequence[T],
+        offer: Callable[[T], str],
+        sku: Callable[[T], str],
+        *,
+        by_article: bool,
+    ) -> tuple[list[T], list[tuple[T, str]]]:
+        """``goods`` (a target's items, each naming its ``offer`` and ``sku``) as the ones that
+        may go and the others, each with the SKU that keeps its offer (``read``, ``keeper``:
+        the database's order, then this process's claims, one request's goods among them)."""
+        held = await self.read((offer(g) for g in goods), by_article=by_article)
+        kept: list[T] = []
+        refused: list[tuple[T, str]] = []
+        for good in goods:
+            other = self.keeper(offer(good), sku(good), held)
+            if other == sku(good):
+                kept.append(good)
+            else:
+                refused.append((good, other))
+        return kept, refused
 
     def lost(self, offer: str, other: str) -> None:
         """``other`` was sent to ``offer`` first, found when this process's SKU was about to

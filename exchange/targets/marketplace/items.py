@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -459,14 +460,21 @@ def _taken(message: OutgoingMessage) -> datetime:
     return message.taken_at if message.taken_at is not None else message.created_at
 
 
+def seconds_said(seconds: float) -> str:
+    """A wait in a detail's words: whole seconds, rounded up (never earlier than it goes), at
+    least 1; never "13.0258 s" (review ozon, item 8). The Russian words say a long one in
+    minutes and hours (``exchange.words.human_age``)."""
+    return str(max(1, math.ceil(seconds)))
+
+
 def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Classification:
     wait = max(min(1.0, most), min(most, left))
     return Classification(
         Verdict.AWAITING,
         f"alone beside the other known prices of its SKU it breaks a rule of {channel.target} "
         f"({broken}); 1C may send the other price type in its next package: looked at again "
-        f"in {wait:g} s, quarantined if it still breaks the rule {left:.0f} s from now, not "
-        "charged",
+        f"in {seconds_said(wait)} s, quarantined if it still breaks the rule {left:.0f} s from "
+        "now, not charged",
         again_in=wait,
         error_class=AWAITING_1C,  # a wait on 1C, not on the marketplace (ops.waits)
         receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
@@ -488,7 +496,7 @@ def _waits(
         Verdict.AWAITING,
         f"waits for {mapped} (price type {price.price_type!r}, version {price.version}), "
         f"still to be given to {channel.target}: alone it breaks a rule ({broken}); both go "
-        f"together, looked at again in {wait:g} s, not charged",
+        f"together, looked at again in {seconds_said(wait)} s, not charged",
         again_in=wait,
         error_class=AWAITING_PRICE,
         receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)

@@ -3,7 +3,9 @@
 A price the marketplace cannot take as it is (kopecks where only whole roubles go, more
 decimals than it keeps, ``0`` where it refuses zero, a negative price) is ``invalid-for-channel``
 unless the channel's ``rounding`` says how (``half-up`` or ``down``); rounding never turns a
-refused zero into a price nor a price into a refused zero unnoticed.
+refused zero into a price nor a price into a refused zero unnoticed. An exact value written with
+more decimals than the field keeps ("500.5000", "1500.00" for whole roubles) goes at the
+field's scale ("500.50", "1500"): the same value, never rounded.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ class Money:
         step = Decimal(1).scaleb(-self.places)
         exact = amount.quantize(step, rounding=ROUND_DOWN) == amount
         sent = amount
+        exponent = amount.as_tuple().exponent
+        if exact and isinstance(exponent, int) and exponent < -self.places:
+            # Exactly a value of the field's scale, written with trailing zeros (1C's
+            # "500.5000"): sent as "500.50", never refused for its notation (review ozon).
+            sent = amount.quantize(step)
         if not exact:
             how = ROUNDINGS.get(rounding)
             unit = "whole units" if self.places == 0 else f"at most {self.places} decimals"

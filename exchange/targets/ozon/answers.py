@@ -30,7 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from exchange.domain.pause import MARKETPLACE_KEY_REFUSED, OZON_CLIENT_ID_REFUSED
+from exchange.domain.pause import (
+    MARKETPLACE_KEY_REFUSED,
+    OZON_CLIENT_ID_REFUSED,
+    OZON_KEY_IP_RESTRICTED,
+    OZON_OFFER_NOT_SIGNED,
+)
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
@@ -85,6 +90,16 @@ RATE_LIMITED = "request rate limit"
 CIRCLE_OPEN = "circle is open"
 MISSING_ROLE = "missing a required role"
 KEY_WORDS = ("api-key", "api key", "offer not signed")
+# §1.2: two refusals of the key's words that no new key mends: the seller's offer (оферта) not
+# accepted, and a key bound to other IP addresses. Each pauses with its own advice.
+OFFER_NOT_SIGNED = "offer not signed"
+IP_RESTRICTED = "restricted to specific ip"
+KEY_PAUSES = (
+    MARKETPLACE_KEY_REFUSED,
+    OZON_CLIENT_ID_REFUSED,
+    OZON_OFFER_NOT_SIGNED,
+    OZON_KEY_IP_RESTRICTED,
+)
 CLIENT_ID_WORDS = ("client-id", "client id")  # §1.2: "Client-Id header value should be …"
 # "Circle is open": Ozon blocks the method and it "starts working as usual in a few minutes"
 # (§1.3, §7.3): the refused items, and every item after them, wait three minutes before one
@@ -240,6 +255,20 @@ def refusal(status: int, body: bytes, retry_after: str | None) -> Classification
             http_status=429,
             retry_after=retry_after or "1",
             error_class="OzonRateLimited",
+        )
+    if status in (400, 401, 403, 404) and OFFER_NOT_SIGNED in words:
+        return Classification(
+            Verdict.PAUSE,
+            f"Ozon: {said}: the seller has not accepted Ozon's current offer",
+            http_status=status,
+            error_class=OZON_OFFER_NOT_SIGNED,
+        )
+    if status in (400, 401, 403, 404) and IP_RESTRICTED in words:
+        return Classification(
+            Verdict.PAUSE,
+            f"Ozon: {said}: the API key is bound to other IP addresses than this server's",
+            http_status=status,
+            error_class=OZON_KEY_IP_RESTRICTED,
         )
     if MISSING_ROLE in words:
         return Classification(

@@ -36,20 +36,23 @@ from typing import Any
 
 import httpx
 
-from exchange.domain.pause import (
-    MARKETPLACE_KEY_REFUSED,
-    OZON_CLIENT_ID_REFUSED,
-    SETTING_MISSING,
-)
+from exchange.domain.pause import SETTING_MISSING
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.holders import (
+    NO_HOLDERS,
+    OfferHolders,
+    OneSkuAGood,
+    shared_article,
+)
 from exchange.targets.marketplace.items import (
     Channel,
     Item,
     by_sku,
     gather,
+    invalid,
     sku_of,
     spread,
     spread_rule,
@@ -58,6 +61,7 @@ from exchange.targets.marketplace.money import Money, text
 from exchange.targets.ozon.answers import (
     CIRCLE,
     CIRCLE_SECONDS,
+    KEY_PAUSES,
     circle_held,
     circle_in,
     item_answer,
@@ -202,6 +206,7 @@ class OzonTarget:
         delivered: KnownPrices = NO_KNOWN_PRICES,
         waiting: WaitingPrices = NOTHING_WAITING,
         articles: Articles = NO_ARTICLES,
+        holders: OfferHolders = NO_HOLDERS,
         clock: Callable[[], float] = time.time,
         hours: ProductHours | None = None,
         sent: SentTimes = NO_SENT_TIMES,
@@ -215,7 +220,8 @@ class OzonTarget:
         doubt (an item carries them); ``delivered``: the latest delivered only (a price
         equal to it is not sent again); ``waiting``: the prices still to be given to the
         channel (an item breaking Ozon's rules waits for a newer price of its SKU, issue
-        32); ``articles``: under ``sku_source = article``.
+        32); ``articles``: under ``sku_source = article``; ``holders``: the SKUs the
+        channel gave each article (``marketplace.holders``: one 1C SKU an Ozon offer).
         ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
         ``sent``: the channel's accepted sends (the deliveries' history, every worker's), read
         for each SKU right before it goes, so that the count holds across workers and a
@@ -239,6 +245,9 @@ class OzonTarget:
         )
         self.known, self.delivered, self.articles = known, delivered, articles
         self.waiting = waiting
+        # One SKU an offer_id: two 1C SKUs sharing an article would overwrite each other's
+        # price on Ozon; the first sent keeps it, any worker's (the marketplaces' rule).
+        self.one_sku = OneSkuAGood(holders, (SENDING,), "Ozon")
         self.clock = clock
         self.hours = hours or ProductHours()
         self.sent = sent
@@ -285,6 +294,15 @@ class OzonTarget:
             now=datetime.fromtimestamp(self.clock(), UTC),
         )
         answers = dict(built.answers)
+        if self.channel.sku_source == "article":
+            # Articles come trimmed (``exchange.db.articles``), as the database's offers.
+            kept, refused = await self.one_sku.split(
+                built.items, lambda i: i.offer_id, lambda i: i.sku, by_article=True
+            )
+            for item, other in refused:
+                said = shared_article(other, item.sku, item.offer_id, "Ozon")
+                answers.update(spread(item, invalid(said)))
+            built.items = kept
         unchanged = await self._unchanged(built.items)
         now = self.clock()
         await self._seed([item.sku for item in built.items], now)
@@ -337,7 +355,7 @@ class OzonTarget:
             return stop.classification
         if response.status_code != 200:
             answer = refusal(response.status_code, response.content, None)
-            if answer.error_class in (MARKETPLACE_KEY_REFUSED, OZON_CLIENT_ID_REFUSED):
+            if answer.error_class in KEY_PAUSES:
                 self._key_refused = (now, key, answer)
             return answer
         return Classification(Verdict.DELIVERED, "Ozon: /v1/roles answered", http_status=200)

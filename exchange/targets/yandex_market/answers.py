@@ -39,6 +39,7 @@ import httpx
 from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.marketplace.items import seconds_said
 from exchange.targets.wire import STATUSES
 
 BODY_CAP = 4 * 1024 * 1024
@@ -300,7 +301,7 @@ def paced(response: httpx.Response, wait: float) -> Classification:
     return Classification(
         Verdict.AWAITING,
         f"{words(response)}: Yandex Market's limit, waited for and still reached; sent again "
-        f"in {wait:g} s",
+        f"in {seconds_said(wait)} s",
         error_class=RATE_LIMITED,
         again_in=wait,
     )

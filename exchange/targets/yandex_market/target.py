@@ -1144,7 +1144,7 @@ class YandexMarketTarget:
                         "as sent (an earlier 400 may have taken it, or its price is already "
                         "set)"
                     )
-                taken_ = _accepted(f"{said}; read back in {wait:g} s", wait)
+                taken_ = _accepted(f"{said}; read back in {shared.seconds_said(wait)} s", wait)
                 taken_.receipt = receipt
                 out[m.message_id] = taken_
         return out
@@ -1316,7 +1316,7 @@ class YandexMarketTarget:
                 wait = self._wait(a.reads)
                 out[m.message_id] = _accepted(
                     f"Yandex Market does not list offer {a.offer!r} in its read-back yet; read "
-                    f"back in {wait:g} s",
+                    f"back in {shared.seconds_said(wait)} s",
                     wait,
                 )
                 continue
@@ -1365,7 +1365,7 @@ class YandexMarketTarget:
                         f"Yandex Market withholds another price of offer {a.offer!r} in its "
                         f"price quarantine, {entry.said()}, not this update's value="
                         f"{number(a.fields['value'])}, which it has not applied yet; read back "
-                        f"in {wait:g} s",
+                        f"in {shared.seconds_said(wait)} s",
                         wait,
                     )
                     continue
@@ -1424,7 +1424,7 @@ class YandexMarketTarget:
                 out[m.message_id] = _accepted(
                     f"Yandex Market shows offer {a.offer!r} as sent, but an earlier update of it "
                     "was not shown yet when this one was accepted: it counts once "
-                    f"ym_apply_timeout has passed; read back in {wait:g} s",
+                    f"ym_apply_timeout has passed; read back in {shared.seconds_said(wait)} s",
                     wait,
                 )
             else:
@@ -1432,7 +1432,7 @@ class YandexMarketTarget:
                 wait = self._wait(a.reads)
                 out[m.message_id] = _accepted(
                     f"Yandex Market does not show offer {a.offer!r}'s price yet; read back in "
-                    f"{wait:g} s",
+                    f"{shared.seconds_said(wait)} s",
                     wait,
                 )
         return out
