@@ -44,15 +44,15 @@ def test_the_wait_is_counted_from_now_to_its_due_time_not_the_figure_written_whe
 ):
     """Words item 3: Ozon's hold wrote «уйдёт через 3600 с» when the wait began; ``find`` an
     hour later said the same. The figure is counted from the due time (``next_try_at``) and
-    the current clock: 1235 s left, and 0 once it is due."""
+    the current clock: 1235 s left (said in minutes: 20 min 35 s), and 0 once it is due."""
     from datetime import UTC, datetime, timedelta
 
     now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     row = _row(HELD.replace("60 s", "3600 s"))
     row["next_try_at"] = (now + timedelta(seconds=1234.2)).isoformat()
     ru = _found_facts(row, "UTC", "ru", now)
-    assert "уйдёт через 1235 с" in ru and "3600" not in ru, ru
+    assert "уйдёт через 20 мин 35 с" in ru and "3600" not in ru, ru
     en = _found_facts(row, "UTC", "en", now)
-    assert "goes in 1235 s" in en, en
+    assert "goes in 1235 s" in en, en  # English shows the detail as recorded
     row["next_try_at"] = (now - timedelta(seconds=5)).isoformat()
     assert "уйдёт через 0 с" in _found_facts(row, "UTC", "ru", now)
