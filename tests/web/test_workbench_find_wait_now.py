@@ -49,5 +49,6 @@ def test_the_find_page_counts_a_waits_seconds_from_now(
     base = serve(site_url=site.url, site_token=TOKEN)
     add_operator(db, "olga", "operator")
     page = html.unescape(signed_in(base, "olga").get("/find", params={"q": "SKU-W"}).text)
-    left = [int(n) for n in re.findall(r"уйдёт через (\d+) с", page)]
+    # Said in minutes from a minute up (human_age): «уйдёт через 1 мин 39 с».
+    left = [int(m) * 60 + int(s) for m, s in re.findall(r"уйдёт через (\d+) мин (\d+) с", page)]
     assert left and all(80 <= n <= 100 for n in left), left

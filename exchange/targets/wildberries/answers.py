@@ -12,6 +12,9 @@ import httpx
 from exchange.domain.pause import SETTING_MISSING, WB_READ_ONLY_TOKEN, WB_TOKEN_REFUSED
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.wildberries.behind import BEHIND as BEHIND
+from exchange.targets.wildberries.behind import behind_words as behind_words
+from exchange.targets.wildberries.behind import waits_behind as waits_behind
 from exchange.targets.wire import STATUSES
 
 BODY_CAP = 4 * 1024 * 1024
@@ -42,13 +45,6 @@ WHERE_TO_RELEASE = (
 )
 
 
-# A price in force that waits behind another which WB's price quarantine holds for its good
-# (``target._behind_quarantine``): the held price must not be confirmed (it would go live over
-# this one); the good is taken out of the quarantine at this price. The words the wait's
-# history says, and ``exchange status`` says beside the held price (``waits_behind``): the
-# advice decided once, here.
-BEHIND = "but its price quarantine still holds"
-
 # What a sale lock means and what the seller can do (research §2.4's errorText, §2.6 item 7),
 # after WB's own words, as ``WHERE_TO_RELEASE`` follows the quarantine's (review wbcat 3: a
 # Russian page showed WB's English alone).
@@ -59,25 +55,6 @@ WHILE_ON_SALE = (
     "seller can see the sale in Wildberries' seller cabinet and take the good out of it there "
     "where Wildberries allows it"
 )
-
-
-def behind_words(roubles: int, nm_id: int, held: int | None) -> str:
-    """The wait of ``roubles``, in force on good ``nm_id``, behind ``held`` in WB's quarantine
-    (None: a line without ``newPrice``)."""
-    shown = "another price" if held is None else str(held)
-    return (
-        f"Wildberries holds {roubles} for nmID {nm_id} already, {BEHIND} {shown} for it: "
-        f"confirmed in the seller's cabinet, it would replace {roubles}. The seller should not "
-        f"confirm it but take the good out of the quarantine at {roubles} there (Цены и "
-        "скидки → Карантин цен); this price waits, uncharged, until the quarantine no longer "
-        "lists the good, and is uploaded again over the held one should that be confirmed"
-    )
-
-
-def waits_behind(detail: str | None) -> bool:
-    """Whether a delivery's last words (``behind_words``) say it waits behind a price WB's
-    quarantine holds for its good."""
-    return detail is not None and f"already, {BEHIND} " in detail
 
 
 def body(response: httpx.Response) -> Any:
