@@ -437,3 +437,24 @@ def test_a_wait_is_said_in_whole_seconds_never_a_fraction() -> None:
     assert "looked at again in 14 s" in said.detail, said.detail
     assert said.again_in == 13.0258
     assert items.seconds_said(0.2) == "1" and items.seconds_said(60.0) == "60"
+
+
+@pytest.mark.parametrize(
+    ("old", "why"),
+    [("1300.555", "kopecks past the field's scale"), ("1300", "another currency")],
+)
+def test_a_dependent_price_refused_before_sending_never_leaves_the_one_1c_replaced(
+    old: str, why: str
+) -> None:
+    """Promise (contract 14: never a version 1C replaced; review 32o A): 1C's new price 800 and
+    old price staged together, the old one refused before sending (its kopecks, its currency):
+    the item goes without an old price (Ozon's "0" where 1250 was delivered; Yandex, whose none
+    is None, without discountBase), never beside the delivered 1250 («800, было 1250»)."""
+    currency = "USD" if why == "another currency" else "RUB"
+    messages = [price("A", "retail", "800"), price("A", "old", old, currency=currency)]
+    held = [known("A", "retail", "850"), known("A", "old", "1250")]
+    for none, expected in ((Decimal(0), {"old_price": Decimal(0)}), (None, {})):
+        built = build(messages, channel(dependent={"old_price": none}), held, {})
+        [item] = built.items
+        assert item.prices == {"price": Decimal("800"), **expected}, why
+        assert built.answers["A/old@2"].reason == Reason.INVALID_FOR_CHANNEL

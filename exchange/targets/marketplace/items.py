@@ -15,7 +15,12 @@ that fails is ``invalid-for-channel`` (terminal, with the rule in words); the ot
 are sent without it, with the known price of its type in its place: the version known
 before it, since the marketplace channels' ``KnownPrices`` leave out what is in flight, which
 is this batch's own (``exchange.db.known_prices``, ``in_flight``; review 32: the refused
-version was the one known, and the item went without a discount Yandex then dropped).
+version was the one known, and the item went without a discount Yandex then dropped). But a
+dependent price (``Channel.dependent``: an old price, a minimum) is never replaced by the one
+1C replaced: the item goes without a price of its type (Ozon's old_price "0" where one was
+delivered, Yandex without discountBase), as in a rule's split (review 32o A: an old price
+refused for its kopecks beside a new price went beside the delivered old one, «800, было
+1250», a discount 1C no longer gave).
 
 An item that breaks the rules while another price type of its SKU is still to be given to the
 channel (``WaitingPrices``: new or delayed, a version newer than the one the item carries, e.g.
@@ -225,6 +230,9 @@ def build(
     for price_k in known:
         held.setdefault(price_k.sku, []).append(price_k)
     taken: dict[str, list[tuple[OutgoingMessage, str, Decimal]]] = {}
+    # SKU -> the dependent prices refused here (field, 1C's version): 1C replaced the one
+    # delivered before, so the item goes without a price of that type (``_without``).
+    refused_here: dict[str, list[tuple[str, int]]] = {}
     for message in messages:
         price = read_price(
             message, target=channel.target, mapping=channel.price_types, setting=channel.setting
@@ -237,15 +245,19 @@ def build(
                 f"the price is in {price.currency}; the channel's account takes "
                 f"{channel.currency} (currency): never converted"
             )
-            continue
-        fitted = _fit(channel, price.mapped, price.amount)
-        if isinstance(fitted, str):
+        else:
+            fitted = _fit(channel, price.mapped, price.amount)
+            if not isinstance(fitted, str):
+                taken.setdefault(price.sku, []).append((message, price.mapped, fitted))
+                continue
             answers[message.message_id] = invalid(f"{price.mapped} {fitted}")
-            continue
-        taken.setdefault(price.sku, []).append((message, price.mapped, fitted))
+        if price.mapped in channel.dependent:
+            refused_here.setdefault(price.sku, []).append((price.mapped, message.version))
     ready: list[Item] = []
     for sku, entries in taken.items():
         item = _item(sku, entries, channel, held.get(sku, ()))
+        for mapped, version in refused_here.get(sku, ()):
+            _without(item, channel, mapped, version)
         if channel.sku_source == "article":
             article = articles.get(item.sku)
             if not article:
