@@ -1869,3 +1869,30 @@ def test_a_learned_limit_shrinks_the_read_backs_too_and_every_delivery_ends(
         c.detail for c in done.values()
     }
     assert rounds <= 10, rounds
+
+
+def test_an_old_price_of_0_withheld_beside_its_price_is_live_once_none_is_shown(
+    ym: YmSimulator,
+) -> None:
+    """Review 32o-seller finding 2: 250 with the old price 0 (no discount) withheld together;
+    the retail price released, Yandex shows 250 and no discountBase. The old price's 0 is what
+    buyers see (no discount): the recheck says LIVE and a release says nothing to confirm (the
+    old code compared "none shown" with 0: UNKNOWN for ever, «does not show it, not 0»)."""
+    retail = price("SKU-1", 2, "250")
+    old = price("SKU-1", 2, "0", price_type="old")
+
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Shown], list[Any]]:
+        both = [price("SKU-1", 1, "1000"), price("SKU-1", 1, "1400", price_type="old")]
+        await t.send(both)
+        await t.send(both)  # delivered
+        await t.send([retail, old])
+        assert Shown.WITHHELD == (await t.withheld_shown([retail]))[0]
+        await t.release_withheld([retail])
+        return await t.withheld_shown([old]), await t.release_withheld([old])
+
+    shown, released = run(lambda: target(ym), scenario)
+    live = ym.live("SKU-1")
+    assert live is not None and Decimal("250") == live.value and not live.discount_base
+    assert [Shown.LIVE] == shown
+    assert not released[0].asked and "nothing to confirm" in released[0].detail
+    assert "not 0" not in released[0].detail, released[0].detail

@@ -712,7 +712,8 @@ class YandexMarketTarget:
             if entry is not None:
                 sent = _sent_value(m, p)
                 out.append(Shown.WITHHELD if entry.holds(sent) else Shown.UNKNOWN)
-            elif seen is not None and seen.shown.get(p.mapped) == p.amount:
+            elif seen is not None and _held(seen, p) == p.amount:
+                # An old price of 0 (no discount) or a minimum of 0 is live as none shown.
                 out.append(Shown.LIVE)
             else:
                 out.append(Shown.UNKNOWN)
@@ -1697,7 +1698,7 @@ def _not_withheld(offer: str, price: MappedPrice, seen: _Read | None) -> Release
     """A release of a price whose offer Yandex no longer lists in its price quarantine: the
     price live (nothing to confirm), or another in its place (a later update replaced it; a
     confirm would release nothing)."""
-    held = seen.shown.get(price.mapped) if seen is not None else None
+    held = _held(seen, price)  # no discount or no minimum asked: none shown is it
     if held == price.amount:
         return Release(
             False,
