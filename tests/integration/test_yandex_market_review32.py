@@ -1,7 +1,6 @@
 """Review 32's Yandex Market findings, a worker against the simulator on SQLite and PostgreSQL:
-a price refused before sending never takes the delivered discount with it (contract 14: the item
-carries the latest version the channel has delivered of each mapped price type; Ozon shares the
-item), a price Yandex accepted but never showed is sent again, never read back for good, and a
+a dependent price refused before sending goes as none, never as the delivered one 1C replaced
+(review 32o A; Ozon shares the item), a price Yandex accepted but never showed is sent again, never read back for good, and a
 read-only Api-Key is told in Yandex Market's own words."""
 
 from __future__ import annotations
@@ -77,10 +76,13 @@ def test_a_price_refused_beside_a_new_one_leaves_the_delivered_discount_in_the_u
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:
     """A delivered discount base (1600); one take-in then brings a discount base Yandex cannot
-    take (kopecks: refused before sending, ``invalid-for-channel``) and a new price. The
-    update carries the price with the delivered 1600 (Yandex drops a discount an update leaves
-    out, research §3.1, §3.6.2): what Yandex shows agrees with what status says. (A discount
-    base of 0 is no discount, and ends it: test_a_discount_base_of_0_ends_the_discount.)"""
+    take (kopecks: refused before sending, ``invalid-for-channel``) and a new price. 1C
+    replaced 1600, so the update carries the price without a discount base (Yandex drops a
+    discount an update leaves out, research §3.1, §3.6.2), never beside the replaced 1600, a
+    discount 1C no longer gives (review 32o A; as the pair rule's split and a later take-in
+    do). Changed from review 32's reading (the delivered one carried), which the same SKU's
+    next price then contradicted. (A discount base of 0 ends it too:
+    test_a_discount_base_of_0_ends_the_discount.)"""
     settings = settings_for(db_url, ym, tmp_path, ym_apply_timeout="4")
     worker = bootstrap.worker(settings, engine, rng=random.Random(3))
 
@@ -96,10 +98,8 @@ def test_a_price_refused_beside_a_new_one_leaves_the_delivered_discount_in_the_u
     assert ("quarantined", "invalid-for-channel") == found[("Y-0/old", 2)]
     assert ("delivered", None) == found[("Y-0/old", 1)]
     live = ym.live("Y-0")
-    assert live is not None and (Decimal("1390"), Decimal("1600")) == (
-        live.value,
-        live.discount_base,
-    ), "the delivered discount base went with the new price"
+    assert live is not None and Decimal("1390") == live.value, live
+    assert not live.discount_base, "the replaced discount base never went with the new price"
 
 
 def test_a_discount_base_of_0_ends_the_discount(
@@ -212,8 +212,9 @@ def test_ozon_shares_the_item_a_refused_old_price_never_takes_the_delivered_one_
     db_url: str, engine: Engine, tmp_path: Path
 ) -> None:
     """The same shared item (exchange/targets/marketplace/items.py) for Ozon: an old price in
-    another currency (refused before sending) beside a new price; the import carries the
-    delivered old price, never an item without it (Ozon keeps the gap rules against it)."""
+    another currency (refused before sending) beside a new price; 1C replaced the delivered
+    1200, so the import carries old_price "0" (Ozon's none, research §1.6.3), never the
+    replaced 1200 beside 1100 (review 32o A)."""
     from exchange.dev.ozonsim import OzonSimulator
     from exchange.dev.testing import drain
     from exchange.domain.clock import FakeClock
@@ -251,7 +252,7 @@ def test_ozon_shares_the_item_a_refused_old_price_never_takes_the_delivered_one_
     imports = [b["prices"] for p, b in bodies.sent if p.endswith("/v1/product/import/prices")]
     assert 2 == len(imports), imports
     [item] = imports[1]
-    assert ("1100.00", "1200.00") == (item["price"], item.get("old_price")), item
+    assert ("1100.00", "0") == (item["price"], item.get("old_price")), item
     assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
 
 
