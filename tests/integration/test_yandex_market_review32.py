@@ -1,7 +1,7 @@
 """Review 32's Yandex Market findings, a worker against the simulator on SQLite and PostgreSQL:
 a dependent price refused before sending goes as none, never as the delivered one 1C replaced
-(review 32o A; Ozon shares the item), a price Yandex accepted but never showed is sent again, never read back for good, and a
-read-only Api-Key is told in Yandex Market's own words."""
+(review 32o A; Ozon shares the item), a price Yandex accepted but never showed is sent again,
+never read back for good, and a read-only Api-Key is told in Yandex Market's own words."""
 
 from __future__ import annotations
 
