@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, func, literal, select, update
 
+from exchange.db.rowset import rowset
 from exchange.db.schema import channel_aggregates, deliveries, messages
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
@@ -429,53 +430,61 @@ def supersede_withheld(
     the channel's quarantine lists the newer price now (a marketplace's holds one price an
     offer, research §2.4, §3.4), so the older one is no longer withheld and never reaches
     buyers; a release publishes the newer. Review ym400 finding 4: the older stayed withheld
-    and counted. Called where a batch is recorded (``record``)."""
-    moved = 0
+    and counted. One statement for the batch (a rowset of aggregate and version). Called where
+    a batch is recorded (``record``)."""
+    if not newer:
+        return 0
     d = deliveries.c
+    newest_withheld, params = rowset(
+        connection,
+        "withheld_newer",
+        (("a_id", d.aggregate_id.type), ("a_version", d.version.type)),
+        sorted(newer.items()),
+        name="withheld_newer",
+    )
     successor = messages.alias("successor")
     newest = deliveries.alias("newest")
-    for aggregate_id, version in sorted(newer.items()):
-        chosen = (
-            select(
-                d.message_pk.label("id"),
-                d.channel_id,
-                d.state,
-                d.locked_by,
-                d.attempts,
-                d.leased_at,
-                d.locked_until,
-                successor.c.message_id.label("successor"),
-            )
-            .outerjoin(
-                newest,
-                and_(
-                    newest.c.aggregate_id == d.aggregate_id,
-                    newest.c.channel_id == d.channel_id,
-                    newest.c.version == version,
-                ),
-            )
-            .outerjoin(successor, successor.c.id == newest.c.message_pk)
-            .where(
-                d.channel_id == channel_id,
-                d.aggregate_id == aggregate_id,
-                d.state == State.WITHHELD.value,
-                d.version < version,
-            )
+    chosen = (
+        select(
+            d.message_pk.label("id"),
+            d.channel_id,
+            d.state,
+            d.locked_by,
+            d.attempts,
+            d.leased_at,
+            d.locked_until,
+            successor.c.message_id.label("successor"),
         )
-        moved += apply_selected(
-            connection,
-            Event.SUPERSEDED,
-            chosen,
-            now=now,
-            values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
-            detail=lambda c: (
-                literal(
-                    "withheld, and the channel withholds a newer version instead: superseded by "
-                )
-                + func.coalesce(c.c.successor, literal("a newer version"))
+        .join(
+            newest_withheld,
+            and_(
+                newest_withheld.c.a_id == d.aggregate_id,
+                d.version < newest_withheld.c.a_version,
             ),
         )
-    return moved
+        .outerjoin(
+            newest,
+            and_(
+                newest.c.aggregate_id == d.aggregate_id,
+                newest.c.channel_id == d.channel_id,
+                newest.c.version == newest_withheld.c.a_version,
+            ),
+        )
+        .outerjoin(successor, successor.c.id == newest.c.message_pk)
+        .where(d.channel_id == channel_id, d.state == State.WITHHELD.value)
+        .params(**params)
+    )
+    return apply_selected(
+        connection,
+        Event.SUPERSEDED,
+        chosen,
+        now=now,
+        values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
+        detail=lambda c: (
+            literal("withheld, and the channel withholds a newer version instead: superseded by ")
+            + func.coalesce(c.c.successor, literal("a newer version"))
+        ),
+    )
 
 
 def released(
