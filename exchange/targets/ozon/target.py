@@ -478,17 +478,30 @@ class OzonTarget:
         before its request leaves (``SentTimes.reserve``: counted and marked one worker at a
         time, the mark committed), so that at most 10 updates of a product leave within the
         hour across workers (review 32: two workers each read 9 sends and both sent). A
-        product whose hour is full is held as by this process's own count; when the database
-        cannot take the mark, the item is not sent (a send it could not count is never
-        made). Without a database: all of them (this process's count only)."""
+        product whose hour is full is held as by this process's own count; under
+        ``sku_source = article``, a SKU whose offer_id another worker sent another SKU to
+        meanwhile is ``invalid-for-channel`` as in one batch (one offer at a time across
+        workers, as Wildberries and Yandex Market check at their marks: issue 32); when the
+        database cannot take the mark, the item is not sent (a send it could not count is
+        never made). Without a database: all of them (this process's count only)."""
         if not items or self.sent is NO_SENT_TIMES:
             return items
         mark = sending_receipt(now)
         wanted = {item.sku: [m.message_id for m in item.carried] for item in items}
         since = datetime.fromtimestamp(now - self.hours.hour, UTC)
+        by_article = self.channel.sku_source == "article"
+        goods = {item.sku: item.offer_id for item in items} if by_article else None
         try:
-            full = await asyncio.to_thread(
-                self.sent.reserve, wanted, mark, since, self.hours.limit, SENDING
+            full, lost = await asyncio.to_thread(
+                self.sent.reserve,
+                wanted,
+                mark,
+                since,
+                self.hours.limit,
+                SENDING,
+                goods,
+                self.one_sku.prefixes,
+                by_article=by_article,
             )
         except Exception as exc:  # the service's database
             failed = Classification(
@@ -502,6 +515,14 @@ class OzonTarget:
             return []
         going: list[Item] = []
         for item in items:
+            other = lost.get(item.sku)
+            if other is not None:
+                # Another worker sent another SKU to the offer after this one read its holders
+                # (``send``'s split): the same answer as in one batch (issue 32).
+                self.one_sku.lost(item.offer_id, other)
+                said = shared_article(other, item.sku, item.offer_id, "Ozon")
+                answers.update(spread(item, invalid(said)))
+                continue
             times = full.get(item.sku)
             if times is None:
                 self._marks[item.sku] = mark
