@@ -134,7 +134,8 @@ class DbSentTimes:
             ids = channel_ids(connection, self.channel)
             postgres = is_postgres(connection)
             wanted = sorted(items)
-            offers = {sku: goods[sku] for sku in wanted if sku in (goods or {})}
+            named = goods or {}
+            offers = {sku: named[sku] for sku in wanted if sku in named}
             if postgres:
                 # The products' hours and their goods, in one statement: one order for every
                 # worker (``sending_first`` and ``put_first`` take goods' keys alone).
