@@ -364,7 +364,9 @@ def ozon_target(
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
+    from exchange.db.target_lock import DbHold
     from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.marketplace.hold import NO_SHARED_HOLD
     from exchange.targets.marketplace.holders import NO_HOLDERS
     from exchange.targets.ozon.hours import NO_SENT_TIMES
     from exchange.targets.ozon.target import OzonTarget
@@ -409,6 +411,10 @@ def ozon_target(
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
         holders=DbSentTimes(engine, channel) if engine is not None else NO_HOLDERS,
         sent=DbSentTimes(engine, channel) if engine is not None else NO_SENT_TIMES,
+        # "Circle is open" is the account's (§1.3): every worker of the Client-Id waits it out.
+        circle=DbHold(engine, f"ozon circle:{settings.ozon_client_id}")
+        if engine is not None
+        else NO_SHARED_HOLD,
         clock=(lambda: clock.now().timestamp()) if clock is not None else time.time,
         # A refused key is asked about again once per retry_max_delay, as WB's and YM's
         # read-only pauses try a write (review 32).

@@ -109,7 +109,11 @@ class DbSentTimes:
         moment: datetime,
         limit: int,
         prefix: str,
-    ) -> dict[str, list[float]]:
+        goods: Mapping[str, str] | None = None,
+        prefixes: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> tuple[dict[str, list[float]], dict[str, str]]:
         """Ozon's hour across workers (contract 14, research §1.3): for each SKU of ``items``
         (SKU -> the messages its item carries), one at a time across workers (SQLite: the
         write transaction is ``BEGIN IMMEDIATE``; PostgreSQL: an advisory lock per SKU, held
@@ -117,19 +121,35 @@ class DbSentTimes:
         ones marked before their request left) and, under ``limit``, write ``mark`` on its
         deliveries, committed before the request leaves: a worker counting after this one
         sees it (review 32: two workers that each read 9 both sent, and Ozon refused the
-        11th). Returns the SKUs that may not go, with the times of their sends (epoch
-        seconds); the others are marked."""
+        11th). With ``goods`` (SKU -> its offer), one good at a time across workers too, as
+        ``sending_first`` (issue 32): each offer locked to the commit (``lock_goods``) and a
+        SKU whose offer another SKU was already sent to (``taken``: a receipt beginning with
+        one of ``prefixes``, delivered, withheld) is not marked. Returns the SKUs that may not
+        go: those whose hour is full, with the times of their sends (epoch seconds), and those
+        whose offer another SKU was sent to first, with that SKU; the others are marked."""
         full: dict[str, list[float]] = {}
+        lost: dict[str, str] = {}
         d = deliveries.c
         with transaction(self.engine) as connection:
             ids = channel_ids(connection, self.channel)
             postgres = is_postgres(connection)
             wanted = sorted(items)
+            named = goods or {}
+            offers = {sku: named[sku] for sku in wanted if sku in named}
             if postgres:
-                _lock_all(connection, {HOUR_LOCK | zlib.crc32(sku.encode()) for sku in wanted})
-            counted = _hours(connection, ids, wanted, moment, prefix)
+                # The products' hours and their goods, in one statement: one order for every
+                # worker (``sending_first`` and ``put_first`` take goods' keys alone).
+                keys = {HOUR_LOCK | zlib.crc32(sku.encode()) for sku in wanted}
+                _lock_all(connection, keys | _good_keys(str(self.channel), offers.values()))
+            if offers:
+                pairs = {(offer, sku) for sku, offer in offers.items()}
+                held = taken(connection, ids, pairs, list(prefixes), by_article)
+                lost = {s: held[(o, s)] for s, o in offers.items() if (o, s) in held}
+            counted = _hours(connection, ids, [s for s in wanted if s not in lost], moment, prefix)
             going: list[str] = []
             for sku in wanted:
+                if sku in lost:
+                    continue
                 times = counted.get(sku, [])
                 if len(times) >= limit:
                     full[sku] = times
@@ -170,7 +190,7 @@ class DbSentTimes:
                     .values(receipt=bindparam("marked")),
                     rows,
                 )
-        return full
+        return full, lost
 
     def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
         """A send ``reserve`` marked whose request never left (no key, no connection): each
@@ -355,7 +375,12 @@ def lock_goods(connection: Connection, channel: str, offers: Iterable[str]) -> N
     is ``BEGIN IMMEDIATE``, one writer at a time already."""
     if not is_postgres(connection):
         return
-    _lock_all(connection, {GOOD_LOCK | zlib.crc32(f"{channel}\0{o}".encode()) for o in offers})
+    _lock_all(connection, _good_keys(channel, offers))
+
+
+def _good_keys(channel: str, offers: Iterable[str]) -> set[int]:
+    """The advisory lock keys of ``offers``' goods on ``channel`` (``lock_goods``)."""
+    return {GOOD_LOCK | zlib.crc32(f"{channel}\0{o}".encode()) for o in offers}
 
 
 def _lock_all(connection: Connection, keys: set[int]) -> None:

@@ -1,7 +1,8 @@
 """A lock row in ``target_locks``: the database side of the Bitrix target's ``ExchangeLock``
 port (exchange/targets/bitrix/lock.py), built by ``exchange.app``, and the site's probe turn
 (``exchange.delivery.probe``: one worker at a time probes past its known-good rate,
-contract 5c).
+contract 5c); and, as ``DbHold``, a channel-wide wait every worker keeps (the marketplaces'
+``SharedHold`` port, exchange/targets/marketplace/hold.py: Ozon's "Circle is open").
 
 Taken by one guarded UPDATE (free when its end has passed or when we hold it), so that two
 workers never both get it, on SQLite and PostgreSQL alike; a holder that dies leaves it to
@@ -11,9 +12,9 @@ end by itself after ``seconds``.
 from __future__ import annotations
 
 import contextlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, or_, update
+from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from exchange.db.schema import target_locks
@@ -55,3 +56,42 @@ class DbLock:
                 .where(target_locks.c.holder == self.holder)
                 .values(holder=None, until=self.clock.now() + timedelta(seconds=after))
             )
+
+
+class DbHold:
+    """A wait shared by every worker through the row ``name`` of ``target_locks``: its
+    ``until`` is the moment the wait ends (no holder). Extended by one guarded UPDATE (never
+    shortened: two workers that heard it each keep the later end), read by a SELECT."""
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self.engine, self.name = engine, name[:200]
+
+    def until(self) -> datetime | None:
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(target_locks.c.until).where(target_locks.c.name == self.name)
+            ).scalar_one_or_none()
+        return found  # aware UTC (``UTCDateTime``)
+
+    def hold(self, until: datetime) -> None:
+        with self.engine.begin() as connection:
+            held = connection.execute(
+                update(target_locks)
+                .where(target_locks.c.name == self.name, target_locks.c.until < until)
+                .values(until=until)
+            )
+            if held.rowcount:
+                return
+            exists = connection.execute(
+                select(target_locks.c.name).where(target_locks.c.name == self.name)
+            ).first()
+        if exists is None:
+            # The first wait: the row is made; another worker made it at once: this one's
+            # UPDATE again, the later end kept.
+            try:
+                with self.engine.begin() as connection:
+                    connection.execute(
+                        target_locks.insert().values(name=self.name, holder=None, until=until)
+                    )
+            except IntegrityError:
+                self.hold(until)

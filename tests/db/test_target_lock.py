@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from sqlalchemy import Engine
 
-from exchange.db.target_lock import DbLock
+from exchange.db.target_lock import DbHold, DbLock
 from exchange.domain.clock import FakeClock
 
 
@@ -26,3 +28,21 @@ def test_one_holder_at_a_time_renewed_by_its_holder_free_after_its_end_or_releas
 
     assert [True, False, True, True] == taken
     assert (False, True, True) == (still, after_end, after_release)
+
+
+def test_a_shared_hold_is_read_by_every_worker_and_never_shortened(engine: Engine) -> None:
+    """``DbHold`` (Ozon's "Circle is open" across workers): none until one worker holds; each
+    worker reads the end any worker wrote, and an earlier end written later never shortens it
+    (two workers that heard it keep the later end)."""
+    first, second = DbHold(engine, "ozon circle:1"), DbHold(engine, "ozon circle:1")
+    at = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+
+    before = second.until()
+    first.hold(at + timedelta(seconds=180))
+    second.hold(at + timedelta(seconds=60))
+    read = second.until()
+    second.hold(at + timedelta(seconds=240))
+
+    assert (None, at + timedelta(seconds=180)) == (before, read)
+    assert at + timedelta(seconds=240) == first.until()
+    assert DbHold(engine, "ozon circle:2").until() is None

@@ -4,6 +4,7 @@ together by the test (the simulator's clock stands still otherwise)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterator
 from datetime import timedelta
@@ -300,6 +301,52 @@ def test_circle_is_open_is_waited_out_minutes_not_retried_every_few_seconds(
     run_worker(worker, scenario)
     assert site.price("SKU-1") == Decimal("300") and site.price("SKU-2") == Decimal("400")
     assert rows(engine)[1] == ("delivered", None, 1), "the circle's wait never charged"
+
+
+def test_circle_is_open_heard_by_one_worker_holds_the_other_worker_too(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Research §1.3: "Circle is open": "If there are a lot of requests, the system
+    temporarily blocks the method" for "a few minutes". Two workers of one account: the first
+    sends one request into the circle and hears it; the second, given another SKU while the
+    circle is open, sends no request at all (one more would only prolong the block), its
+    price held, never charged; both land once the circle closes (SQLite and PostgreSQL)."""
+    clock = FakeClock()
+    first = make_worker(db_url, engine, site, clock, tmp_path, worker_id="worker-a")
+    second = make_worker(db_url, engine, site, clock, tmp_path, worker_id="worker-b")
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario() -> None:
+        try:
+            site.open_circle()
+            stage(engine, [price_row("SKU-1", 1, "300.00")])
+            await cycles(first, 2)
+            assert site.requests[IMPORT_PRICES] == 1, "the first worker met the circle"
+            stage(engine, [price_row("SKU-2", 1, "400.00")])
+            await cycles(second, 2)
+            assert site.requests[IMPORT_PRICES] == 1, "the second sent nothing into it"
+            for _ in range(25):  # the circle closes (the simulator's three minutes)
+                advance(10)
+                await cycles(first, 1)
+                await cycles(second, 1)
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert site.price("SKU-1") == Decimal("300") and site.price("SKU-2") == Decimal("400")
+    with transaction(engine, read_only=True) as connection:
+        found = connection.execute(
+            select(messages.c.aggregate, deliveries.c.state, deliveries.c.attempts).join(
+                deliveries, deliveries.c.message_pk == messages.c.id
+            )
+        ).all()
+    assert {("SKU-1", "delivered", 1), ("SKU-2", "delivered", 1)} == set(found), (
+        "the circle's wait never charged"
+    )
 
 
 def test_an_old_price_claimed_while_its_lowered_price_waits_for_a_retry_lands_with_it(

@@ -7,13 +7,14 @@ the real worker -> the Ozon simulator over HTTP, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from marketsims import ozon_sim
-from onegood import articles
+from onegood import ReadBeforeTheOthersClaim, articles, lease_later
 from sqlalchemy import Engine, select
 from test_ozon_end_to_end import cycles, make_worker
 
@@ -24,6 +25,8 @@ from exchange.dev.testing import price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
 from exchange.words import detail_words
 from exchange.worker import Worker
+
+SKUS = ("aaaa-1111", "aaaa-4444")
 
 
 @pytest.fixture
@@ -90,3 +93,56 @@ def test_the_other_sku_of_an_article_is_refused_after_a_restart(
     assert ("quarantined", "invalid-for-channel") == ended(engine, "aaaa-4444")[:2]
     assert Decimal("1501") == site.price("ART-100")
     assert 1 == site.requests[IMPORT_PRICES]
+
+
+def test_a_worker_that_read_the_holders_before_the_others_mark_never_sends_its_sku_too(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Promise (contract 14, issue 32): one SKU an Ozon offer, whatever the workers'
+    interleaving, as on Wildberries and Yandex Market. Worker B claims aaaa-4444 and reads
+    the holders before worker A's claim of aaaa-1111 is in (A's claim began earlier); A
+    claims, reads (B's SKU only claimed, leased after its own: A ranks its own first); B
+    marks and sends; A goes on. Exactly one SKU reaches Ozon: A finds B's mark at its own
+    (``SentTimes.reserve``, one offer at a time across workers) and aaaa-1111 ends
+    ``invalid-for-channel`` with the words one batch gives (both SKUs, the article)."""
+    articles(engine, {"aaaa-1111": "ART-100", "aaaa-4444": "ART-100"})
+    race = ReadBeforeTheOthersClaim(monkeypatch)
+    clock = FakeClock()
+    first = make_worker(db_url, engine, site, clock, tmp_path, sku_source="article", worker_id="a")
+    second = make_worker(db_url, engine, site, clock, tmp_path, sku_source="article", worker_id="b")
+
+    def done() -> bool:
+        return all(ended(engine, s)[0] in ("delivered", "quarantined") for s in SKUS)
+
+    async def scenario() -> None:
+        try:
+            await race.run(
+                first,
+                second,
+                lambda: stage(engine, [price_row("aaaa-1111", 1, "1501.00")]),
+                lambda: stage(engine, [price_row("aaaa-4444", 1, "1777.00")]),
+                lambda: lease_later(engine, "aaaa-4444"),
+            )
+            for worker in (first, second):
+                for _ in range(20):
+                    if done():
+                        break
+                    await worker.cycle()
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+
+    assert race.first_read.is_set(), "A read the holders before B marked"
+    assert 1 == site.requests[IMPORT_PRICES], "exactly one SKU of the offer was sent"
+    assert Decimal("1777") == site.price("ART-100")
+    assert ("delivered", None) == ended(engine, "aaaa-4444")[:2]
+    state, reason, error = ended(engine, "aaaa-1111")
+    assert ("quarantined", "invalid-for-channel") == (state, reason), error
+    for named in ("'aaaa-1111'", "'aaaa-4444'", "'ART-100'"):
+        assert error is not None and named in error, error

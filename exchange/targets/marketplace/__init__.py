@@ -6,7 +6,8 @@
 - ``money``: no silent rounding (``rounding``), the channel's currency.
 - ``articles``: ``sku_source = article``: 1C's Артикул the CommerceML intake kept.
 - ``holders``: one 1C SKU a marketplace good: the first SKU sent keeps it, another is
-  ``invalid-for-channel`` (``wildberries``, ``yandex-market``).
+  ``invalid-for-channel`` (``wildberries``, ``yandex-market``, ``ozon``).
+- ``hold``: a channel-wide wait every worker of the account keeps (Ozon's "Circle is open").
 
 At most one item per SKU is in flight per channel: the claim takes care of it
 (``exchange.queue.lease.claim``, ``one_per_sku``), so a target never sees two aggregates of one

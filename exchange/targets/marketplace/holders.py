@@ -16,8 +16,9 @@ lease, the earliest message, the SKU's name), so exactly one keeps the good (iss
 worker may also read before the other's claim is in, and the other before this one's mark is:
 each ranks its own SKU first. So the targets check once more as they write the mark that
 their SKU's price leaves now, one good at a time across workers (``DbSentTimes.sending_first``
-for Yandex Market, ``DbWbStore.put_first`` for Wildberries): a SKU whose good another SKU was
-sent to meanwhile is not sent (``OneSkuAGood.lost``)."""
+for Yandex Market, ``DbWbStore.put_first`` for Wildberries, ``DbSentTimes.reserve`` for Ozon,
+each ``lock_goods`` and ``taken`` in exchange/db/sent_times.py): a SKU whose good another SKU
+was sent to meanwhile is not sent (``OneSkuAGood.lost``)."""
 
 from __future__ import annotations
 

@@ -76,11 +76,19 @@ class SentTimes(Protocol):
         moment: datetime,
         limit: int,
         prefix: str,
-    ) -> dict[str, list[float]]:
+        goods: Mapping[str, str] | None = None,
+        prefixes: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> tuple[dict[str, list[float]], dict[str, str]]:
         """Before a request leaves: for each SKU of ``items`` (SKU -> its item's messages),
         one worker at a time, its sends since ``moment`` counted (accepted ones and the ones
         marked with ``prefix``) and, under ``limit``, ``mark`` written on its deliveries,
-        committed. The SKUs that may not go, with the times of their sends."""
+        committed. With ``goods`` (SKU -> its offer_id), one offer at a time across workers
+        too (``marketplace.holders``): a SKU whose offer another SKU was already sent to
+        (a receipt beginning with one of ``prefixes``, delivered, withheld) is not marked.
+        The SKUs that may not go: those whose hour is full, with the times of their sends;
+        those whose offer another SKU keeps, with that SKU."""
         ...
 
     def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
@@ -105,8 +113,12 @@ class _NoneSent:
         moment: datetime,
         limit: int,
         prefix: str,
-    ) -> dict[str, list[float]]:
-        return {}
+        goods: Mapping[str, str] | None = None,
+        prefixes: Iterable[str] = (),
+        *,
+        by_article: bool = False,
+    ) -> tuple[dict[str, list[float]], dict[str, str]]:
+        return {}, {}
 
     def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
         return None

@@ -16,15 +16,18 @@ refused for it is tried once more an hour later, its newer versions too (the wai
 product's, kept across a restart by the refusal's receipt). Every request keeps under Ozon's
 requests a second (rate.py) and waits its turn of the worker's pace (``pace_with``). "Circle is
 open" (the method blocked for a few minutes, §1.3) holds every item three minutes without a
-request, not charged. While Ozon refuses the key, the health check (the worker's probe in a
-pause) asks ``/v1/roles`` once every ``probe_every`` seconds, or at once when the key file
-changed (§1.3: erroneous requests risk the account).
+request, not charged, on every worker of the Client-Id (``SharedHold``: the one that heard it
+writes the wait to the database, the others read it before a request). While Ozon refuses
+the key, the health check (the worker's probe in a pause) asks ``/v1/roles`` once every
+``probe_every`` seconds, or at once when the key file changed (§1.3: erroneous requests risk
+the account).
 ``Client-Id`` and ``Api-Key`` go in headers, the key never in a log, an error or a detail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import ssl
 import time
@@ -41,6 +44,7 @@ from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
 from exchange.targets.marketplace.holders import (
     NO_HOLDERS,
     OfferHolders,
@@ -113,6 +117,7 @@ DEPENDENT: dict[str, Decimal | None] = {"old_price": Decimal(0), "min_price": No
 USER_AGENT = "exchange (1C prices)"
 
 ApiKey = Callable[[], str | None]
+log = logging.getLogger(__name__)
 
 
 def ozon_rule(item: Item) -> str | None:
@@ -210,6 +215,7 @@ class OzonTarget:
         clock: Callable[[], float] = time.time,
         hours: ProductHours | None = None,
         sent: SentTimes = NO_SENT_TIMES,
+        circle: SharedHold = NO_SHARED_HOLD,
         max_items: int = MAX_ITEMS,
         probe_every: float = 300.0,
         requests_per_second: float | None = PER_SECOND,
@@ -225,7 +231,9 @@ class OzonTarget:
         ``clock``: seconds, for the hourly limit (the simulator's scaled clock in tests);
         ``sent``: the channel's accepted sends (the deliveries' history, every worker's), read
         for each SKU right before it goes, so that the count holds across workers and a
-        restart. ``probe_every``: seconds between two
+        restart. ``circle``: "Circle is open" heard by any worker of the account (its end on
+        ``clock``), so that the others send nothing into it either. ``probe_every``: seconds
+        between two
         ``health`` requests while Ozon refuses the key (EXCHANGE_RETRY_MAX_DELAY), unless the
         key file changed. ``requests_per_second``: Ozon's limit per Client-Id (rate.py), kept
         by every request (``monotonic``, ``sleep``: its clock)."""
@@ -267,6 +275,7 @@ class OzonTarget:
         # (asked at, the key asked with, Ozon's answer): the last health refused for the key.
         self._key_refused: tuple[float, str | None, Classification] | None = None
         self._circle_until = -math.inf  # "Circle is open" on the import until then (clock)
+        self.circle = circle  # the same, heard by any worker (``_circle``)
         self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
         self._marks: dict[str, str] = {}  # SKU -> the mark of its send about to leave
 
@@ -308,6 +317,8 @@ class OzonTarget:
         await self._seed([item.sku for item in built.items], now)
         await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
         going: list[Item] = []
+        if any(item.sku not in unchanged for item in built.items):
+            await self._circle_heard()
         circle = self._circle_until - now
         for item in built.items:
             if item.sku not in unchanged and circle > 0:
@@ -478,17 +489,30 @@ class OzonTarget:
         before its request leaves (``SentTimes.reserve``: counted and marked one worker at a
         time, the mark committed), so that at most 10 updates of a product leave within the
         hour across workers (review 32: two workers each read 9 sends and both sent). A
-        product whose hour is full is held as by this process's own count; when the database
-        cannot take the mark, the item is not sent (a send it could not count is never
-        made). Without a database: all of them (this process's count only)."""
+        product whose hour is full is held as by this process's own count; under
+        ``sku_source = article``, a SKU whose offer_id another worker sent another SKU to
+        meanwhile is ``invalid-for-channel`` as in one batch (one offer at a time across
+        workers, as Wildberries and Yandex Market check at their marks: issue 32); when the
+        database cannot take the mark, the item is not sent (a send it could not count is
+        never made). Without a database: all of them (this process's count only)."""
         if not items or self.sent is NO_SENT_TIMES:
             return items
         mark = sending_receipt(now)
         wanted = {item.sku: [m.message_id for m in item.carried] for item in items}
         since = datetime.fromtimestamp(now - self.hours.hour, UTC)
+        by_article = self.channel.sku_source == "article"
+        goods = {item.sku: item.offer_id for item in items} if by_article else None
         try:
-            full = await asyncio.to_thread(
-                self.sent.reserve, wanted, mark, since, self.hours.limit, SENDING
+            full, lost = await asyncio.to_thread(
+                self.sent.reserve,
+                wanted,
+                mark,
+                since,
+                self.hours.limit,
+                SENDING,
+                goods,
+                self.one_sku.prefixes,
+                by_article=by_article,
             )
         except Exception as exc:  # the service's database
             failed = Classification(
@@ -502,6 +526,14 @@ class OzonTarget:
             return []
         going: list[Item] = []
         for item in items:
+            other = lost.get(item.sku)
+            if other is not None:
+                # Another worker sent another SKU to the offer after this one read its holders
+                # (``send``'s split): the same answer as in one batch (issue 32).
+                self.one_sku.lost(item.offer_id, other)
+                said = shared_article(other, item.sku, item.offer_id, "Ozon")
+                answers.update(spread(item, invalid(said)))
+                continue
             times = full.get(item.sku)
             if times is None:
                 self._marks[item.sku] = mark
@@ -511,6 +543,31 @@ class OzonTarget:
             free = self.hours.free_at(item.sku, now)
             answers.update(spread(item, self._held((free or now + 1.0) - now)))
         return going
+
+    async def _circle(self, now: float) -> None:
+        """Ozon answered "Circle is open" at ``now`` (§1.3: the method blocked for a few
+        minutes): no request of this process for CIRCLE_SECONDS, nor of another worker of the
+        account (``SharedHold``: each reads it before its next request). Best effort: the
+        database unwritten, the others hear it from Ozon themselves."""
+        self._circle_until = max(self._circle_until, now + CIRCLE_SECONDS)
+        until = datetime.fromtimestamp(self._circle_until, UTC)
+        try:
+            await asyncio.to_thread(self.circle.hold, until)
+        except Exception as exc:  # the service's database
+            log.warning(
+                'Ozon: "Circle is open" could not be told to the other workers (%s)',
+                type(exc).__name__,
+            )
+
+    async def _circle_heard(self) -> None:
+        """ "Circle is open" as another worker of the account heard it (``SharedHold``), read
+        before a request: this process waits it out too. Unreadable, its own stands."""
+        try:
+            until = await asyncio.to_thread(self.circle.until)
+        except Exception:  # the service's database
+            return
+        if until is not None:
+            self._circle_until = max(self._circle_until, until.timestamp())
 
     async def _unmark(self, items: list[Item]) -> None:
         """Items whose request never left (no key, no connection made): their marks
@@ -651,7 +708,7 @@ class OzonTarget:
                 response.status_code, response.content, response.headers.get("Retry-After")
             )
             if judged.error_class == CIRCLE:
-                self._circle_until = max(self._circle_until, now + CIRCLE_SECONDS)
+                await self._circle(now)
             if judged.verdict is Verdict.TERMINAL and len(items) > 1 and splits[0] >= 2:
                 # The request refused whole (a 400 of no words this target reads): halves sent
                 # apart find the item it refuses and send the others, within SPLITS; an item
@@ -671,7 +728,7 @@ class OzonTarget:
         if circle_in(body):
             # "Circle is open" inside a 200 (its status is UNCONFIRMED, §8): the same wait as
             # whatever other status it comes with (refusal reads its words first).
-            self._circle_until = max(self._circle_until, now + CIRCLE_SECONDS)
+            await self._circle(now)
             held = refusal(200, response.content, None)
             for item in items:
                 answers.update(spread(item, held))

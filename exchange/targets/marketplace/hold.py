@@ -1,0 +1,33 @@
+"""A channel-wide wait every worker of a marketplace account keeps (contract 14): a moment
+before which no request of a method goes, whichever worker heard why (Ozon's "Circle is open",
+research §1.3: the method blocked for a few minutes after "a lot of requests"; a second worker
+sending into it would only prolong the block). ``SharedHold`` is the port the target reads and
+extends it through (``exchange.db.target_lock.DbHold``: a ``target_locks`` row);
+``NO_SHARED_HOLD``, its no-database default (``exchange check``, the tests of one process):
+none, this process's own wait only."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+
+class SharedHold(Protocol):
+    def until(self) -> datetime | None:
+        """The moment the wait ends (UTC; it may have passed); None: never held."""
+        ...
+
+    def hold(self, until: datetime) -> None:
+        """The wait lasts at least until ``until`` (a later one already held stays)."""
+        ...
+
+
+class _NoSharedHold:
+    def until(self) -> datetime | None:
+        return None
+
+    def hold(self, until: datetime) -> None:
+        return None
+
+
+NO_SHARED_HOLD: SharedHold = _NoSharedHold()
