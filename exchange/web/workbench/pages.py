@@ -50,9 +50,8 @@ from exchange.ops.status import (
     site_pace,
     status,
 )
-from exchange.ops.withheld_behind import advice, behind
+from exchange.ops.withheld_behind import advice, behind_named
 from exchange.queue import control
-from exchange.queue import withheld as withheld_rows
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
 from exchange.report.words import content_disposition, download_name
@@ -433,6 +432,8 @@ class Pages(Core):
                     state=state,
                     count_limit=bounded,
                 )
+                if state is State.WITHHELD:
+                    _held_behind(connection, found.entries, self._lang(request))
                 if state not in REASONS_COUNTED:
                     # Counting the reasons of every delivered message would read them all: the
                     # filter offers the reasons that can occur in this state, uncounted.
@@ -629,20 +630,7 @@ class Pages(Core):
                 story["targets"] = channel_targets(connection)
                 # Withheld, with a newer price waiting behind it (Wildberries' quarantine): the
                 # page says not to confirm it, as ``status`` does (``ops.withheld_behind``).
-                story["behind"] = [
-                    newer
-                    for channel_id in withheld_rows.withheld_on(connection, [message_id])
-                    for newer in behind(
-                        connection,
-                        [
-                            w
-                            for w in withheld_rows.named(
-                                connection, [message_id], channel_id=channel_id
-                            ).values()
-                            if isinstance(w, withheld_rows.Withheld)
-                        ],
-                    ).values()
-                ]
+                story["behind"] = list(behind_named(connection, [message_id]).values())
                 return story
 
         story = await asyncio.to_thread(read)
@@ -827,6 +815,19 @@ def _subjects(
     if len(registered) == 1:
         subjects[None] = subjects.get(next(iter(registered)))
     return subjects
+
+
+def _held_behind(connection: Connection, entries: list[dict[str, Any]], lang: Lang) -> None:
+    """Marks those of a page of withheld ``entries`` a newer price waits behind (Wildberries'
+    price quarantine; ``ops.withheld_behind``) with its ``advice`` (``behind``): their rows
+    say not to confirm them, as ``exchange withheld list`` and the message's page do, never
+    the channel's «confirm it»."""
+    waited = behind_named(connection, [e["message_id"] for e in entries])
+    ids = {name: channel_id for channel_id, name in channel_names(connection).items()}
+    for e in entries:
+        newer = waited.get((e["message_id"], ids.get(e.get("channel") or "", -1)))
+        if newer is not None:
+            e["behind"] = advice(newer, lang)
 
 
 def _paused_channel(figures: Any, by_channel: dict[str, dict[str, Any]], lang: Lang) -> str | None:
