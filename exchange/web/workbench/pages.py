@@ -50,6 +50,7 @@ from exchange.ops.status import (
     site_pace,
     status,
 )
+from exchange.ops.waits import awaiting_in_biography
 from exchange.ops.withheld_behind import advice, behind_named
 from exchange.queue import control
 from exchange.report import collect as report
@@ -614,6 +615,12 @@ class Pages(Core):
                     .mappings()
                     .one()
                 )
+                # a delayed from- or to-state that waits for the marketplace said as a wait, not
+                # a retry: the words ``exchange history`` says (``waits.awaiting_in_biography``)
+                for e, waits in zip(
+                    story["history"], awaiting_in_biography(story["history"]), strict=True
+                ):
+                    e["awaits"] = waits
                 story["payload"] = _masked(row["payload"], self.config)
                 story["price"] = finder.price_of(story["message"]["kind"], row["payload"])
                 story["name"], story["sku"] = row["name"], row["sku"]
