@@ -23,7 +23,8 @@ from exchange.settings.channels import CHANNEL_TABLES_OF
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 
 _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
-    "title": N_("Site exchange"),
+    # the workbench's name: its channels may be a site and marketplaces alike (review 33)
+    "title": N_("Exchange with 1C"),
     "dashboard": N_("Dashboard"),
     "quarantine": N_("Quarantine"),
     "find": N_("Find"),

@@ -54,7 +54,7 @@ from exchange.ops.status import (
     tables,
     when_ago,
 )
-from exchange.ops.waits import awaiting_in_story
+from exchange.ops.waits import awaiting_in_biography
 from exchange.queue import control
 from exchange.report.words import answer_said, history_words
 from exchange.settings import safe_url
@@ -560,9 +560,7 @@ def history(
         table.add_column(column, overflow="fold")  # never cut: wrap
     # a delayed state that waits for the marketplace is said as a wait, not a retry (the rule
     # ``find`` and ``status`` share, read along the story)
-    awaits = awaiting_in_story(
-        (e.get("channel"), e["event"], e["from"], e["to"]) for e in bio["history"]
-    )
+    awaits = awaiting_in_biography(bio["history"])
     for e, waits in zip(bio["history"], awaits, strict=True):
         detail = error_words(e["detail"], lang) if e["detail"] else ""
         if e["operator"]:

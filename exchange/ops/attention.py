@@ -146,6 +146,34 @@ def unserved(
     return {row.name: {"target": row.target, "count": int(row[2])} for row in rows}
 
 
+def unmanned(
+    connection: Connection,
+    by_channel: dict[str, dict[str, Any]],
+    now: datetime,
+    kinds: KindPolicies,
+    live_within: float,
+    taking: Collection[str] | None,
+) -> dict[str, dict[str, Any]]:
+    """The channels configured here that no live worker serves (``by_channel``'s
+    ``live_workers``: its loops' rows, ``channel_status``) while work on them is due
+    (``work_waits`` of the channel: a ``new`` delivery older than ``live_within``):
+    ``{name: {"target", "count"}}`` (``count``: its backlog). Contract 6 counts "no live
+    worker" as a cause; with channels, a worker may serve some of them (``exchange run
+    --channel NAME``), and one that died leaves its channel's prices undelivered while
+    another's worker is live. ``taking``: the channels a worker started now would take (not
+    paused on their own; None: every one); a channel paused, renamed away or dropped waits
+    for a person, said by its own cause."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, channel in by_channel.items():
+        if not channel["configured"] or channel["live_workers"]:
+            continue
+        if taking is not None and name not in taking:
+            continue
+        if work_waits(connection, {"oldest_untaken_age_s": None}, now, kinds, live_within, name):
+            found[name] = {"target": channel["target"], "count": channel["backlog"]["messages"]}
+    return found
+
+
 def causes(
     figures: Any,
     *,
@@ -155,6 +183,7 @@ def causes(
     by_channel: dict[str, dict[str, Any]] | None = None,
     unserved_channels: dict[str, dict[str, Any]] | None = None,
     untaken: dict[str, dict[str, Any]] | None = None,
+    unmanned_channels: dict[str, dict[str, Any]] | None = None,
 ) -> list[Cause]:
     """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
     pause is said as ``figures.pause`` says it (contract 15: one pause, one truth).
@@ -162,7 +191,9 @@ def causes(
     waiting deliveries counted and what to do said. ``untaken``
     (``db.channels.kept_nowhere``): each kind with messages kept with no delivery on any
     channel (no channel took the kind when they were accepted), ``no-channel:KIND``, the
-    messages counted.
+    messages counted. ``unmanned_channels`` (``unmanned``): each channel with work due and
+    no live worker serving it, ``no-live-worker:NAME``, where some worker is live elsewhere
+    (none live at all: the bare ``no-live-worker`` says it for every channel).
 
     ``by_channel`` (``status --json``'s ``channels``, given when EXCHANGE_CHANNELS is set):
     a channel's causes name it after a colon (contract 13: ``quarantine:ozon``,
@@ -213,6 +244,15 @@ def causes(
         found.append(Cause("exchange-1c-failed", "onec", dict(onec_failed)))
     if no_live_worker:
         found.append(Cause("no-live-worker", "no_live_worker"))
+    else:
+        for name, waiting in (unmanned_channels or {}).items():
+            found.append(
+                Cause(
+                    f"no-live-worker:{name}",
+                    "no_live_worker_channel",
+                    {"channel": name, "target": waiting["target"], "count": waiting["count"]},
+                )
+            )
     for worker in figures.workers:  # a broker source not consuming (contract 15)
         source = worker.get("source") or {}
         if worker.get("live") and source.get("consuming") is False:
@@ -694,6 +734,21 @@ def unserved_words(v: dict[str, Any], lang: Lang) -> str:
     ).format(count=v["count"], name=v["channel"])
 
 
+def unmanned_words(v: dict[str, Any], lang: Lang) -> str:
+    """A channel with work due and no live worker serving it (``unmanned``), said after its
+    name: how many wait, and what a person does: start a worker for it."""
+    return ngettext(
+        "{count} delivery waits on it and no worker delivering to it is live: nothing goes to "
+        "it. Start one for it: exchange run --channel {name} (or exchange run, which delivers "
+        "to every configured channel)",
+        "{count} deliveries wait on it and no worker delivering to it is live: nothing goes to "
+        "it. Start one for it: exchange run --channel {name} (or exchange run, which delivers "
+        "to every configured channel)",
+        v["count"],
+        lang,
+    ).format(count=v["count"], name=v["channel"])
+
+
 def no_channel_words(v: dict[str, Any], lang: Lang) -> str:
     """Messages of a kind no channel takes (``db.channels.kept_nowhere``): how many, that
     nothing delivers them, and what a person does: a channel that takes the kind, then its
@@ -772,6 +827,8 @@ _EN: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_live_worker": lambda v: (
         "work waits and no worker is live: nothing is being delivered (is exchange run running?)"
     ),
+    # after the channel named (``say`` puts it before the sentence)
+    "no_live_worker_channel": lambda v: unmanned_words(v, "en"),
     "source": lambda v: (
         f"the broker source is not consuming (worker {v['worker']}, since {v['since']}): "
         f"{v['reason']}; it tries again by itself"
@@ -831,6 +888,7 @@ _RU: dict[str, Callable[[dict[str, Any]], str]] = {
         "работа ждёт, а ни один обработчик не работает: ничего не "
         "доставляется (запущен ли exchange run?)"
     ),
+    "no_live_worker_channel": lambda v: unmanned_words(v, "ru"),
     "source": lambda v: (
         f"сообщения из брокера не принимаются (обработчик {v['worker']}, с {v['since']}): "
         f"{v['reason']}; обработчик пробует снова сам"
@@ -908,6 +966,11 @@ def attention(
         ),
         untaken=kept_nowhere(
             connection, (kind for kind, _policy in kinds.policies), coalescing=kinds.latest_wins
+        ),
+        unmanned_channels=(
+            unmanned(connection, by_channel, now, kinds, live_within, taking)
+            if by_channel is not None and not stopped
+            else None
         ),
     )
     return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

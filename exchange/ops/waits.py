@@ -81,3 +81,10 @@ def awaiting_in_story(
             )
         )
     return said
+
+
+def awaiting_in_biography(story: Iterable[dict[str, Any]]) -> list[tuple[bool, bool]]:
+    """``awaiting_in_story`` of a biography's history (``ops.status.biography``'s entries, by
+    their channel's name): what ``exchange history`` and the workbench's history say of each
+    row's delayed from- and to-state, a wait for the marketplace or a retry."""
+    return awaiting_in_story((e.get("channel"), e["event"], e["from"], e["to"]) for e in story)

@@ -31,6 +31,25 @@ def behind(connection: Connection, rows: Sequence[Withheld]) -> dict[str, Newer]
     }
 
 
+def behind_named(
+    connection: Connection, message_ids: Sequence[str]
+) -> dict[tuple[str, int], Newer]:
+    """Those of ``message_ids`` withheld on a channel (by ``(message_id, channel_id)``) whose
+    good's newer price waits behind them (``behind``), each with that newer price: what the
+    held message's page and the workbench's list of withheld prices say instead of the
+    channel's «confirm it»."""
+    found: dict[tuple[str, int], Newer] = {}
+    for channel_id in withheld_rows.withheld_on(connection, message_ids):
+        rows = [
+            w
+            for w in withheld_rows.named(connection, message_ids, channel_id=channel_id).values()
+            if isinstance(w, Withheld)
+        ]
+        for old, newer in behind(connection, rows).items():
+            found[(old, channel_id)] = newer
+    return found
+
+
 def behind_counts(connection: Connection, ids: Sequence[int]) -> dict[int, int]:
     """How many withheld prices of each channel of ``ids`` a newer price waits behind (of the
     first ``READ_AT_MOST`` withheld there)."""

@@ -20,7 +20,7 @@ from rich.console import Console
 from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channels, workers
+from exchange.db.schema import channels, deliveries, messages, workers
 from exchange.dev.testing import raw_row, stage
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
@@ -35,6 +35,7 @@ from exchange.ops.channel_status import (
 from exchange.ops.metrics import PrometheusMetrics
 from exchange.ops.quarantine import Filters
 from exchange.queue import control
+from exchange.queue.deliveries import one_channel
 from exchange.report import collect
 from exchange.report.formats.csv import render_csv
 from exchange.report.formats.json import render_json
@@ -308,3 +309,66 @@ def test_a_dropped_channel_is_said_dropped_never_not_configured(scene: Engine) -
     second = next(line for line in table.getvalue().splitlines() if " second " in line)
     assert "удалён" in second and "не настроен" not in second, second
     assert "dropped" == channel_state_words(by_channel["second"], dropped=True)
+
+
+def test_a_channel_with_due_work_and_no_live_worker_is_its_own_cause(engine: Engine) -> None:
+    """Review 33 (contract 6: no live worker is a cause): ``api``'s worker is live, ``second``'s
+    only one died, and SKU-1 has waited on ``second`` (new) past the live window: the cause
+    ``no-live-worker:second`` says which channel and what to start. None once a worker of
+    ``second`` is live, and none while ``second`` is paused on its own (its pause is said)."""
+    two_channels(
+        engine,
+        NOW,
+        sku_1=(State.NEW.value, None),
+        sku_2=(State.DELIVERED.value, None),
+        target="ozon",
+    )
+    with transaction(engine) as connection:
+        connection.execute(
+            update(messages).values(created_at=NOW - timedelta(hours=1))  # 1C sent it then
+        )
+        on_api = update(deliveries).where(deliveries.c.channel_id == one_channel(connection))
+        connection.execute(on_api.values(state=State.DELIVERED.value))  # api has nothing due
+        for worker, channel, seen in (
+            ("w1/api", "api", NOW),
+            ("w2/second", "second", NOW - timedelta(hours=1)),
+        ):
+            connection.execute(
+                insert(workers).values(
+                    worker_id=worker,
+                    started_at=NOW - timedelta(hours=2),
+                    heartbeat_at=seen,
+                    channel=channel,
+                )
+            )
+
+    def found() -> list[attention.Cause]:
+        figures, by_channel = _figures(engine)
+        with transaction(engine, read_only=True) as connection:
+            return attention.attention(
+                connection,
+                None,
+                figures,
+                NOW,
+                KINDS,
+                LIVE_WITHIN,
+                by_channel=by_channel,
+                configured=("api", "second"),
+            ).causes
+
+    (cause,) = [c for c in found() if c.code.startswith("no-live-worker")]
+    assert cause.code == "no-live-worker:second"
+    assert cause.words() == (
+        "channel second (Ozon): 1 delivery waits on it and no worker delivering to it is live: "
+        "nothing goes to it. Start one for it: exchange run --channel second (or exchange run, "
+        "which delivers to every configured channel)"
+    )
+    with transaction(engine) as connection:
+        control.pause(connection, operator="olga", note="check", now=NOW, channel="second")
+    assert not [c for c in found() if c.code.startswith("no-live-worker")]
+    with transaction(engine) as connection:
+        control.resume(connection, operator="olga", now=NOW, channel="second")
+        connection.execute(
+            update(workers).where(workers.c.worker_id == "w2/second").values(heartbeat_at=NOW)
+        )
+    assert not [c for c in found() if c.code.startswith("no-live-worker")]

@@ -9,16 +9,17 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert, update
 from web_helpers import TOKEN
 from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange.db.engine import transaction
+from exchange.db.schema import messages, workers
 from exchange.dev.testing import price_row
 from exchange.queue import control
 from exchange.words import word
@@ -153,3 +154,38 @@ def test_the_quarantine_by_reason_table_says_a_marketplaces_reason_in_its_words(
     said = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", table)).split())
     assert "непонятный ответ площадки (unknown-response)" in said, said
     assert "сайт отклонил (http-422)" in said, said
+
+
+def test_a_channel_whose_only_worker_died_is_under_needs_a_person_with_what_to_start(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Review 33 (contract 6: no live worker is a cause): ``api``'s worker is live, ``second``'s
+    only worker (``exchange run --channel second``) died an hour ago, and a price has waited
+    on ``second`` since. The channels table said «нет живого обработчика», but «Требует
+    внимания» listed nothing: it names the channel, what waits and the worker to start
+    (``ops.attention.unmanned``); ``api``, served, is not named."""
+    now = datetime.now(UTC)
+    long_ago = now - timedelta(hours=1)
+    taken(db, [price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail")], long_ago)
+    on_the_one(db, "SKU-1/retail", state="delivered")
+    second_channel(db, {"SKU-1/retail": ("new", None)}, long_ago)
+    with transaction(db) as connection:
+        connection.execute(update(messages).values(created_at=long_ago))  # 1C sent it then
+        for worker, channel, seen in (("w1/api", "api", now), ("w2/second", "second", long_ago)):
+            connection.execute(
+                insert(workers).values(
+                    worker_id=worker, started_at=long_ago, heartbeat_at=seen, channel=channel
+                )
+            )
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n", encoding="utf-8")
+    site = {"target": "api", "site_url": "https://shop.example.com", "site_token_file": str(token)}
+    other = {**site, "site_url": "https://second.example.com"}
+    page = _dashboard(serve, db, channels={"api": site, "second": other})
+    needs = " ".join(element(page, "needs").split())
+    assert (
+        "канал second (сайт): ждёт 1 доставка, а ни одного живого обработчика, доставляющего на "
+        "него, нет: на него ничего не уходит. Запустите обработчик для него: exchange run "
+        "--channel second (или exchange run, который доставляет на все настроенные каналы)"
+    ) in needs, needs
+    assert "канал api" not in needs, needs

@@ -118,3 +118,25 @@ def test_status_says_not_to_confirm_a_held_price_a_newer_one_waits_behind(
     reason = " ".join(page.split('id="reason">', 1)[1].split("</dd>", 1)[0].split())
     assert "не подтверждайте эту цену" in reason and newer in reason, reason
     assert "вывести товар из карантина по цене 1400" in reason, reason
+
+
+def test_the_workbench_withheld_list_says_not_to_confirm_a_held_price_a_newer_one_waits_behind(
+    serve: Callable[..., Any], db_url: str, db: Engine, wb: WbSimulator
+) -> None:
+    """Promise (review 33): the workbench's list of withheld prices says of a held price a
+    newer one waits behind what ``exchange withheld list`` and its page say (one decision,
+    ``ops.withheld_behind``): not to confirm it but to take the good out of the quarantine
+    at the newer price; never the channel's «until the seller confirms it»."""
+    held, newer = _held_behind(db_url, db, wb)
+    base = serve()
+    add_operator(db, "olga", "operator")
+    client = signed_in(base, "olga")
+    listed = html.unescape(client.get("/messages/withheld").text)
+    rows = [
+        r for r in listed.split("<tbody>", 1)[1].split("</tbody>", 1)[0].split("<tr>") if held in r
+    ]
+    assert len(rows) == 1, listed
+    row = " ".join(rows[0].split())
+    assert "не подтверждайте эту цену" in row and newer in row, row
+    assert "вывести товар из карантина по цене 1400" in row, row
+    assert "пока продавец не подтвердит" not in row, row

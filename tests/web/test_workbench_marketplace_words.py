@@ -102,3 +102,75 @@ def test_a_price_waiting_for_1cs_other_price_type_is_no_wait_for_the_marketplace
     page = html.unescape(client.get(f"/message/{ids['SKU-2']}").text)
     on_ozon = page.split('id="on-second"')[1].split("</tr>")[0]
     assert "ждёт 1С: другой вид цены" in on_ozon and "площадку" not in on_ozon, on_ozon
+
+
+def test_the_history_says_a_wait_for_ozon_as_exchange_history_does(olga: str, db: Engine) -> None:
+    """Review 33: the message page's history said «отложено (повтор)» for a transition into a
+    wait for the marketplace (Ozon's hourly limit: ``awaiting-outcome``, not charged), while
+    its state line and ``exchange history`` say «ждёт площадку». Its «Переход» column says
+    each transition in ``exchange history``'s words (``report.words.history_words``, read
+    along the story by ``waits.awaiting_in_biography``); a retry stays a retry."""
+    from exchange.ops.status import biography
+    from exchange.ops.waits import awaiting_in_biography
+    from exchange.report.words import history_words
+
+    ids = _on_ozon(db)
+    with transaction(db, read_only=True) as connection:
+        story = biography(connection, ids["SKU-2"])["history"]
+    expected = [
+        "{} → {}".format(*history_words(e["event"], e["from"], e["to"], "ru", waits)[1:])
+        for e, waits in zip(story, awaiting_in_biography(story), strict=True)
+        if e["from"] is not None  # intake's own first event: no state before
+    ]
+    # the retry, then the wait for Ozon
+    assert expected == ["отправляется → отложено (повтор)", "отправляется → ждёт площадку"]
+    client = signed_in(olga, "olga")
+    page = html.unescape(client.get(f"/message/{ids['SKU-2']}").text)
+    table = page.split('class="history"', 1)[1].split("</table>", 1)[0]
+    shown = [
+        " ".join(cell.split("</td>", 1)[0].split(">", 1)[1].split())
+        for cell in table.split('data-label="Переход"')[1:]
+    ]
+    assert shown[1:] == expected, shown
+    english = html.unescape(client.get(f"/message/{ids['SKU-2']}?lang=en").text)
+    assert "→ waiting for the marketplace" in english, english
+
+
+def test_the_header_and_the_quarantine_filter_speak_of_no_site_for_a_marketplace(
+    olga: str, db: Engine
+) -> None:
+    """Review 33: a seller whose channels are a site and Ozon read «Обмен с сайтом» over every
+    page, and the quarantine's reason filter offered Ozon's quarantined prices as «нет такого
+    товара в магазине» and «непонятный ответ сайта». The header names neither (its channels
+    may be a site and marketplaces alike); the filter names each reason in its channels' words
+    (``words.reason_target``, as ``status`` and the dashboard do), the export's filter too."""
+    taken(
+        db,
+        [
+            price_row("SKU-1", 1, "10.00", aggregate="SKU-1/retail"),
+            price_row("SKU-2", 1, "20.00", aggregate="SKU-2/retail"),
+        ],
+        NOW,
+    )
+    second_channel(
+        db,
+        {
+            "SKU-1/retail": ("quarantined", "unknown-sku"),
+            "SKU-2/retail": ("quarantined", "unknown-response"),
+        },
+        NOW,
+        target="ozon",
+    )
+    client = signed_in(olga, "olga")
+    for path in ("/quarantine", "/export"):
+        page = html.unescape(client.get(path).text)
+        brand = page.split('class="brand">', 1)[1].split("<", 1)[0]
+        assert brand == "Обмен с 1С", brand
+        assert "сайтом" not in page.split("</header>", 1)[0], path
+        offered = page.split('name="reason"', 1)[1].split("</select>", 1)[0]
+        assert "нет товара в каталоге площадки (unknown-sku)" in offered, offered
+        assert "непонятный ответ площадки (unknown-response)" in offered, offered
+        assert "магазин" not in offered and "сайт" not in offered, offered
+    english = html.unescape(client.get("/quarantine?lang=en").text)
+    assert english.split('class="brand">', 1)[1].split("<", 1)[0] == "Exchange with 1C"
+    assert "Site exchange" not in english

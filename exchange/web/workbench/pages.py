@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections import defaultdict
 from datetime import datetime, timedelta, tzinfo
 from importlib import resources
 from typing import Any
@@ -16,7 +17,13 @@ from markupsafe import Markup
 from sqlalchemy import Connection, select
 
 from exchange.db.engine import transaction
-from exchange.db.on_channels import channel_ids, channel_names, channel_targets, listed
+from exchange.db.on_channels import (
+    channel_ids,
+    channel_names,
+    channel_targets,
+    listed,
+    targets_by_id,
+)
 from exchange.db.schema import aggregates, channels, cml_packages, messages
 from exchange.domain.states import DUE, State, values
 from exchange.errors import OperatorError
@@ -50,9 +57,9 @@ from exchange.ops.status import (
     site_pace,
     status,
 )
-from exchange.ops.withheld_behind import advice, behind
+from exchange.ops.waits import awaiting_in_biography
+from exchange.ops.withheld_behind import advice, behind_named
 from exchange.queue import control
-from exchange.queue import withheld as withheld_rows
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
 from exchange.report.words import content_disposition, download_name
@@ -74,6 +81,7 @@ from exchange.words import (
     channels_named,
     file_steps,
     inside_words,
+    reason_target,
     word,
 )
 
@@ -415,7 +423,7 @@ class Pages(Core):
         channels_shown: list[str] = []
         targets: dict[str, str] = {}
 
-        def read() -> tuple[Page, list[tuple[str, int | None]]]:
+        def read() -> tuple[Page, list[tuple[str, int | None, str | None]]]:
             nonlocal filters
             with transaction(self.engine, read_only=True) as connection:
                 filters = _known_channel(connection, filters, errors, self._lang(request))
@@ -433,12 +441,18 @@ class Pages(Core):
                     state=state,
                     count_limit=bounded,
                 )
+                if state is State.WITHHELD:
+                    _held_behind(connection, found.entries, self._lang(request))
+                named = _reasons_named_by(connection, filters, state)
                 if state not in REASONS_COUNTED:
                     # Counting the reasons of every delivered message would read them all: the
                     # filter offers the reasons that can occur in this state, uncounted.
-                    return found, [(reason, None) for reason in finder.reasons_in(state)]
-                counted: list[tuple[str, int | None]] = [
-                    *reasons_present(connection, filters, state)
+                    return found, [
+                        (reason, None, named.get(reason)) for reason in finder.reasons_in(state)
+                    ]
+                counted: list[tuple[str, int | None, str | None]] = [
+                    (reason, count, named.get(reason))
+                    for reason, count in reasons_present(connection, filters, state)
                 ]
                 return found, counted
 
@@ -613,6 +627,12 @@ class Pages(Core):
                     .mappings()
                     .one()
                 )
+                # a delayed from- or to-state that waits for the marketplace said as a wait, not
+                # a retry: the words ``exchange history`` says (``waits.awaiting_in_biography``)
+                for e, waits in zip(
+                    story["history"], awaiting_in_biography(story["history"]), strict=True
+                ):
+                    e["awaits"] = waits
                 story["payload"] = _masked(row["payload"], self.config)
                 story["price"] = finder.price_of(story["message"]["kind"], row["payload"])
                 story["name"], story["sku"] = row["name"], row["sku"]
@@ -629,20 +649,7 @@ class Pages(Core):
                 story["targets"] = channel_targets(connection)
                 # Withheld, with a newer price waiting behind it (Wildberries' quarantine): the
                 # page says not to confirm it, as ``status`` does (``ops.withheld_behind``).
-                story["behind"] = [
-                    newer
-                    for channel_id in withheld_rows.withheld_on(connection, [message_id])
-                    for newer in behind(
-                        connection,
-                        [
-                            w
-                            for w in withheld_rows.named(
-                                connection, [message_id], channel_id=channel_id
-                            ).values()
-                            if isinstance(w, withheld_rows.Withheld)
-                        ],
-                    ).values()
-                ]
+                story["behind"] = list(behind_named(connection, [message_id]).values())
                 return story
 
         story = await asyncio.to_thread(read)
@@ -762,11 +769,14 @@ class Pages(Core):
             errors.append(f"{word('bad_filter', lang)}: {fmt}")
         if fmt is None or errors:
 
-            def present() -> dict[str, dict[str, Any]]:
+            def present() -> tuple[dict[str, dict[str, Any]], dict[str, str | None]]:
                 with transaction(self.engine, read_only=True) as connection:
-                    return quarantine_by_reason(connection, self.clock.now())
+                    # each reason in its channels' words, as the quarantine's filter says it
+                    return quarantine_by_reason(connection, self.clock.now()), (
+                        _reasons_named_by(connection, Filters(), State.QUARANTINED)
+                    )
 
-            reasons = await asyncio.to_thread(present)
+            reasons, named = await asyncio.to_thread(present)
             return self._render(
                 request,
                 "export.html",
@@ -775,7 +785,7 @@ class Pages(Core):
                 formats=FORMATS,
                 errors=errors,
                 query=dict(request.query),
-                reasons=[(reason, e["count"]) for reason, e in reasons.items()],
+                reasons=[(reason, e["count"], named[reason]) for reason, e in reasons.items()],
                 total=sum(e["count"] for e in reasons.values()),
                 kinds=sorted(self.config.kinds),
             )
@@ -827,6 +837,35 @@ def _subjects(
     if len(registered) == 1:
         subjects[None] = subjects.get(next(iter(registered)))
     return subjects
+
+
+def _reasons_named_by(
+    connection: Connection, filters: Filters, state: State
+) -> defaultdict[str, str | None]:
+    """Each reason the filter of a list in ``state`` offers, the target whose words name it
+    (``words.reason_target``): the quarantine's each by the channels it is on, as ``status``
+    and the dashboard name it (``status.quarantine_reason_targets``); another list's by the
+    channels the filter shows. A marketplace's reason reads as the marketplace's
+    («нет товара в каталоге площадки»), never the site's or the shop's."""
+    ids = channel_ids(connection, filters.channel)
+    targets = targets_by_id(connection)
+    shown = reason_target(targets.get(i) for i in ids)
+    if state is not State.QUARANTINED:
+        return defaultdict(lambda: shown)
+    return defaultdict(lambda: shown, quarantine_reason_targets(connection, ids))
+
+
+def _held_behind(connection: Connection, entries: list[dict[str, Any]], lang: Lang) -> None:
+    """Marks those of a page of withheld ``entries`` a newer price waits behind (Wildberries'
+    price quarantine; ``ops.withheld_behind``) with its ``advice`` (``behind``): their rows
+    say not to confirm them, as ``exchange withheld list`` and the message's page do, never
+    the channel's «confirm it»."""
+    waited = behind_named(connection, [e["message_id"] for e in entries])
+    ids = {name: channel_id for channel_id, name in channel_names(connection).items()}
+    for e in entries:
+        newer = waited.get((e["message_id"], ids.get(e.get("channel") or "", -1)))
+        if newer is not None:
+            e["behind"] = advice(newer, lang)
 
 
 def _paused_channel(figures: Any, by_channel: dict[str, dict[str, Any]], lang: Lang) -> str | None:
