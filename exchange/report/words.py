@@ -352,9 +352,48 @@ def reason_steps(reason: str, lang: Lang) -> dict[str, str]:
 
 def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     """«Что сделать» of the summary's row for ``reason``: with the page's buttons in a
-    workbench export, with the commands in the command line's report."""
-    target = summary_target(report, reason)
-    return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang), target=target)
+    workbench export, with the commands in the command line's report. A row whose entries
+    are on channels of different advice (``unknown-sku`` on Ozon and on Yandex Market: each
+    its own catalogue, ``advice_words``) says each advice once, after the channels' kinds it
+    is for (review 33: one marketplace's advice stood for all), the buttons' place once."""
+    steps = report.steps or reason_steps(reason, lang)
+    groups = summary_advice(report, reason)
+    if len(groups) < 2:
+        return next_check(reason, lang, steps=steps, target=summary_target(report, reason))
+    bare = {step: said for step, said in steps.items() if step != PLACE}
+    parts = [
+        _("{targets}: {advice}", lang).format(
+            targets=", ".join(_target_named(t, lang) for t in targets),
+            advice=next_check(reason, lang, steps=bare, target=targets[0]),
+        )
+        for targets in groups
+    ]
+    pressed = sum(
+        advice_words(reason, targets[0]).count(f"{{{step}}}")
+        for targets in groups
+        for step in _PRESSED
+    )
+    if PLACE in steps and pressed:
+        where = ngettext("The button is {place}.", "The buttons are {place}.", pressed, lang)
+        parts.append(where.format(place=steps[PLACE]))
+    return "\n".join(parts)
+
+
+def summary_advice(report: Report, reason: str) -> list[tuple[str | None, ...]]:
+    """The targets of the entries of ``reason`` grouped by the advice they take
+    (``advice_words``, the one place that decides it per target's kind): one group where the
+    advice is one, whatever the channels."""
+    targets = {entry.target for entry in report.entries if entry.reason == reason}
+    groups: dict[str, list[str | None]] = {}
+    for target in sorted(targets, key=lambda t: (t is None, t or "")):
+        groups.setdefault(advice_words(reason, target), []).append(target)
+    return [tuple(group) for group in groups.values()]
+
+
+def _target_named(target: str | None, lang: Lang) -> str:
+    """A channel's kind as a summary's advice names it: the marketplace, or the site
+    (an intake's record, no channel's, speaks of the site too)."""
+    return name("target", target or "api", lang)
 
 
 def summary_target(report: Report, reason: str) -> str | None:
@@ -371,7 +410,11 @@ def cause(entry: Entry, lang: Lang) -> str | None:
         return None
     if lang == "en":
         return text
-    shown = error_words(text, "ru")  # the same Russian as the workbench's pages
+    # The error's own words in Russian, its HTTP status kept before them (``result_words``):
+    # the whole «HTTP 200: …» matched no pattern and came out English «(как записано)».
+    shown = result_words(entry, "ru") or text
+    if shown == text:
+        shown = error_words(text, "ru")  # the same Russian as the workbench's pages
     return shown if shown != text else _("(as recorded) {text}", lang).format(text=text)
 
 
