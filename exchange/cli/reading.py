@@ -48,6 +48,7 @@ from exchange.ops.status import (
     biography,
     human_age,
     quarantine_reason_targets,
+    serving,
     source_figures,
     sources_table,
     status,
@@ -174,13 +175,11 @@ def status_command(
             if channels_named(settings.channels is not None, len(registered))
             else None
         )
-        # ``--channel``: that channel's loops only, and the rows of no channel (a process's
-        # own), never every channel's workers (issue 31 item 7); --json keeps them all.
+        # ``--channel``: that channel's loops only, and the processes whose loops serve it
+        # (``status.serving``), never every channel's workers (issue 31 item 7, review 33);
+        # --json keeps them all.
         on_it = (
-            replace(
-                figures,
-                workers=[w for w in figures.workers if w["channel"] in (None, *by_channel)],
-            )
+            replace(figures, workers=serving(figures.workers, by_channel))
             if channel is not None
             else figures
         )

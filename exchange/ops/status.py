@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -340,6 +341,27 @@ def worker_state(
     if age >= timedelta(seconds=live_within):
         return WorkerState.NOT_LIVE
     return WorkerState.SILENT if age >= SILENT_AFTER else WorkerState.LIVE
+
+
+def serving(rows: list[dict[str, Any]], channels: Iterable[str]) -> list[dict[str, Any]]:
+    """The workers' rows (``worker_rows``) that serve one of ``channels``: a delivery loop's
+    row of one of them (``<worker id>/<channel>``), and a process's own row (no channel) whose
+    loops deliver to one of them, or that has no loop row of its own (without
+    EXCHANGE_CHANNELS its one loop is on its row: it serves whatever channel there is). A
+    process of ``exchange run --channel ozon`` is never listed under another channel (review
+    33: ``status --channel`` listed every process)."""
+    wanted = set(channels)
+    loops: dict[str, set[str]] = {}
+    for row in rows:
+        channel, worker = row.get("channel"), row["worker_id"]
+        if channel and worker.endswith(f"/{channel}"):
+            loops.setdefault(worker[: -len(channel) - 1], set()).add(channel)
+    return [
+        row
+        for row in rows
+        if (row.get("channel") in wanted)
+        or (not row.get("channel") and loops.get(row["worker_id"], wanted) & wanted)
+    ]
 
 
 def worker_rows(
