@@ -40,7 +40,7 @@ from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
-from exchange.ops.find import by_message, find_whole, wait_from_now
+from exchange.ops.find import by_message, by_version, find_whole, wait_from_now
 from exchange.ops.find import find as find_messages
 from exchange.ops.notify import last_told
 from exchange.ops.prioritize import prioritize
@@ -494,7 +494,10 @@ def history(
                 if not as_json:
                     _header(settings)
                 _print_found(
-                    _shown(found), settings.display_tz, cli_lang(), now=SystemClock().now()
+                    _shown(by_version(found)),
+                    settings.display_tz,
+                    cli_lang(),
+                    now=SystemClock().now(),
                 )
                 raise ExchangeError(
                     f"{message_id!r} matches {len(found)} messages: give one of the ids above"
