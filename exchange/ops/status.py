@@ -668,13 +668,12 @@ def quarantine_by_reason(
     }
 
 
-def quarantine_reason_targets(
+def quarantine_reason_kinds(
     connection: Connection, ids: list[int] | None = None
-) -> dict[str, str | None]:
-    """Per reason of ``quarantine_by_reason`` (the same channels ``ids``), the target whose
-    words its one row takes (``words.reason_target``: a marketplace's reason in the
-    marketplace's words, «непонятный ответ площадки»): what ``status``, the dashboard and the
-    notice name each reason by."""
+) -> dict[str, set[str | None]]:
+    """Per reason of ``quarantine_by_reason`` (the same channels ``ids``), the targets of the
+    channels its deliveries are quarantined on (None: an intake's record, no channel's): the
+    notice's advice says each kind's (``report.words.advice_by_kind``)."""
     ids = channel_ids(connection) if ids is None else ids
     m = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
     rows = connection.execute(
@@ -687,6 +686,17 @@ def quarantine_reason_targets(
     for reason, channel_id in rows:
         target = targets.get(channel_id) if channel_id is not None else None
         found.setdefault(str(reason or ""), set()).add(target)
+    return found
+
+
+def quarantine_reason_targets(
+    connection: Connection, ids: list[int] | None = None
+) -> dict[str, str | None]:
+    """Per reason of ``quarantine_by_reason`` (the same channels ``ids``), the target whose
+    words its one row takes (``words.reason_target``: a marketplace's reason in the
+    marketplace's words, «непонятный ответ площадки»): what ``status``, the dashboard and the
+    notice name each reason by."""
+    found = quarantine_reason_kinds(connection, ids)
     return {reason: reason_target(these) for reason, these in found.items()}
 
 

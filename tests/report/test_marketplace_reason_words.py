@@ -278,3 +278,26 @@ def test_whole_units_are_said_as_a_russian_reader_says_them() -> None:
         "ru",
     )
     assert "целые единицы" not in said and "без копеек" in said, said
+
+
+def test_the_notice_of_a_reason_over_several_marketplaces_gives_each_kinds_advice() -> None:
+    """Review 33 item 1, the notice's side (``report.notice``, the same report words): its
+    «Что сделать» of ``unknown-sku`` quarantined on an Ozon and a Yandex Market channel said
+    Ozon's advice alone; it says each kind's, each on a line of its own."""
+    from exchange.domain.notify import Decision, Situation
+    from exchange.ops.notify import Snapshot
+    from exchange.report.notice import compose
+
+    snapshot = Snapshot(
+        situation=Situation(quarantined=2),
+        quarantine_by_reason={
+            "unknown-sku": {"count": 2, "oldest_message_id": "m-1", "oldest_age_s": 60.0}
+        },
+        reason_targets={"unknown-sku": {"ozon", "yandex-market"}},
+    )
+    decision = Decision(send=True, gained=True)
+    _, text = compose(snapshot, decision, lang="ru", database="db", workbench_url=None, every=60)
+    assert "offer_id" in text and "offerId" in text, text
+    lines = text.splitlines()
+    assert any(line.startswith("  Что сделать: Ozon: ") for line in lines), text
+    assert any(line.startswith("    Яндекс Маркет: ") for line in lines), text
