@@ -487,7 +487,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "lease-expired": NP_("event", "lease expired"),
         "operator-retry": NP_("event", "operator retry"),
         "operator-cancel": NP_("event", "operator cancel"),
-        "not-for-this-shop": NP_("event", "not for this shop"),
+        "not-for-this-shop": NP_("event", "not for this channel"),
         "operator-prioritize": NP_("event", "put first by an operator"),
         "seeded": NP_("event", "seeded to a new channel"),
         "channel-removed": NP_("event", "channel removed"),
@@ -548,7 +548,7 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "unknown-sku": NP_("reason", "unknown SKU"),
         "unmapped-price-type": NP_("reason", "unmapped price type"),
         "shop-failure": NP_("reason", "shop failure"),
-        "not-for-this-shop": NP_("reason", "not for this shop"),
+        "not-for-this-shop": NP_("reason", "not for this channel"),
         "unroutable": NP_("reason", "unroutable"),
         "invalid-for-channel": NP_("reason", "invalid for the channel"),
         "channel-rule": NP_("reason", "the channel's price rule"),
@@ -1486,6 +1486,9 @@ def inside_words(text: str, lang: Lang) -> str:
 # Each pattern stands beside its English message (N_), as in every table below; the Russian is
 # in the catalog (exchange/locale/ru/LC_MESSAGES/exchange.po, docs/translations.md).
 _DETAILS: tuple[tuple[str, str], ...] = (
+    # A release Yandex Market refused as a whole (targets/yandex_market ``release_withheld``):
+    # its answer said inside the marketplace's name (review 33: English under EXCHANGE_LANG=ru)
+    (r"Yandex Market: (?P<d>.+)", N_("Yandex Market: {d*}")),
     (r"from staging row #(?P<n>\d+)", N_("from staging row #{n}")),
     (
         r"staging row #(?P<n>\d+) carried this message again: recorded, not sent again",
@@ -1495,6 +1498,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"withheld, and a newer version was delivered: superseded by (?P<id>.+)",
         N_("withheld, and a newer version was delivered: superseded by {id}"),
+    ),
+    (
+        r"withheld, then released to buyers at a person's ask, and a newer version was "
+        r"delivered: superseded by (?P<id>.+)",
+        N_(
+            "withheld, then released to buyers at a person's ask, and a newer version was "
+            "delivered: superseded by {id}"
+        ),
     ),
     (
         r"HTTP (?P<s>\d+): the site took the price and withholds it from buyers",
@@ -2371,6 +2382,31 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"ym_api_key_file is not set or empty: the Api-Key of the cabinet is needed",
         N_("ym_api_key_file is not set or empty: the Api-Key of the cabinet is needed"),
     ),
+    # a release of a price Yandex Market no longer withholds, or not this channel's
+    # (targets/yandex_market ``_not_withheld``, ``release_withheld``)
+    (
+        r"Yandex Market no longer withholds offer (?P<o>'.*?') and shows (?P<f>\w+)=(?P<a>\S+): "
+        r"nothing to confirm",
+        N_("Yandex Market no longer withholds offer {o} and shows {f}={a}: nothing to confirm"),
+    ),
+    (
+        r"Yandex Market no longer withholds offer (?P<o>'.*?') and shows (?P<f>\w+)=(?P<h>\S+), "
+        r"not (?P<a>\S+): a later update replaced this price, nothing to confirm",
+        N_(
+            "Yandex Market no longer withholds offer {o} and shows {f}={h}, not {a}: a later "
+            "update replaced this price, nothing to confirm"
+        ),
+    ),
+    (
+        r"Yandex Market no longer withholds offer (?P<o>'.*?') and does not show it, not "
+        r"(?P<a>\S+): a later update replaced this price, nothing to confirm",
+        N_(
+            "Yandex Market no longer withholds offer {o} and does not show it, not {a}: a later "
+            "update replaced this price, nothing to confirm"
+        ),
+    ),
+    (r"not a price this channel sent: (?P<w>.+)", N_("not a price this channel sent: {w*}")),
+    (r"the SKU has no article", N_("the SKU has no article")),
     (
         r"Yandex Market confirmed the price \(price-quarantine/confirm\): it shows within "
         r"minutes, and the delivery ends delivered when the read-back shows it",

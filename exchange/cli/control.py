@@ -72,8 +72,8 @@ def pause_command(
     "resume",
     help=N_(
         "Restart delivery: an operator's pause ends, and so does a pause no answer of "
-        "the site can end (a key that may read but not write: the next cycle tries a "
-        "write at once)."
+        "the site or marketplace can end (a key that may read but not write: the next "
+        "cycle tries a write at once)."
     ),
 )
 def resume_command(

@@ -40,7 +40,7 @@ from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
-from exchange.ops.find import by_message, find_whole, wait_from_now
+from exchange.ops.find import by_message, by_version, find_whole, wait_from_now
 from exchange.ops.find import find as find_messages
 from exchange.ops.notify import last_told
 from exchange.ops.prioritize import prioritize
@@ -48,6 +48,7 @@ from exchange.ops.status import (
     biography,
     human_age,
     quarantine_reason_targets,
+    serving,
     source_figures,
     sources_table,
     status,
@@ -174,13 +175,11 @@ def status_command(
             if channels_named(settings.channels is not None, len(registered))
             else None
         )
-        # ``--channel``: that channel's loops only, and the rows of no channel (a process's
-        # own), never every channel's workers (issue 31 item 7); --json keeps them all.
+        # ``--channel``: that channel's loops only, and the processes whose loops serve it
+        # (``status.serving``), never every channel's workers (issue 31 item 7, review 33);
+        # --json keeps them all.
         on_it = (
-            replace(
-                figures,
-                workers=[w for w in figures.workers if w["channel"] in (None, *by_channel)],
-            )
+            replace(figures, workers=serving(figures.workers, by_channel))
             if channel is not None
             else figures
         )
@@ -495,7 +494,10 @@ def history(
                 if not as_json:
                     _header(settings)
                 _print_found(
-                    _shown(found), settings.display_tz, cli_lang(), now=SystemClock().now()
+                    _shown(by_version(found)),
+                    settings.display_tz,
+                    cli_lang(),
+                    now=SystemClock().now(),
                 )
                 raise ExchangeError(
                     f"{message_id!r} matches {len(found)} messages: give one of the ids above"

@@ -123,7 +123,7 @@ def _release_detail(answer: Release) -> str:
     never a release the channel did not perform."""
     if answer.asked:
         return answer.detail
-    return f"not released by the channel: {answer.detail}"
+    return f"{withheld.NOT_RELEASED}{answer.detail}"
 
 
 async def release(

@@ -329,7 +329,22 @@ def find_whole(
     per = max(1, len(channel_ids(connection, channel)))
     rows = find(connection, term, limit=shown * per, channel=channel)
     kept = {row["message_id"] for row in by_message(rows)[:shown]}
-    return [row for row in rows if row["message_id"] in kept]
+    return by_version([row for row in rows if row["message_id"] in kept])
+
+
+def by_version(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``find``'s rows (the newest received first) as the command line lists them: each
+    aggregate's versions together, newest version first (the order 1C meant, whatever order
+    they came in: review 33), the aggregates in the order their newest arrival has; a
+    message's deliveries stay adjacent, in their order."""
+    first: dict[str, int] = {}
+    for row in rows:
+        first.setdefault(row["aggregate"], len(first))
+    order = sorted(
+        enumerate(rows),
+        key=lambda pair: (first[pair[1]["aggregate"]], -(pair[1]["version"] or 0), pair[0]),
+    )
+    return [row for _, row in order]
 
 
 # A delivery's own facts in ``find``'s rows; the rest is its message's.

@@ -47,7 +47,7 @@ from exchange.ops.status import (
     holding,
     last_deliveries,
     quarantine_by_reason,
-    quarantine_reason_targets,
+    quarantine_reason_kinds,
     site_failing,
     worker_rows,
 )
@@ -80,9 +80,9 @@ class Snapshot:
     refused_sign_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Filled only for a message: reason -> {"count", "oldest_message_id", "oldest_age_s", ...}
     quarantine_by_reason: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Filled only for a message: each reason's target where its words are a marketplace's
-    # (``status.quarantine_reason_targets``: the rule of ``status`` and the dashboard).
-    reason_targets: dict[str, str | None] = field(default_factory=dict)
+    # Filled only for a message: each reason's targets, the channels' it is quarantined on
+    # (``status.quarantine_reason_kinds``): its name and each kind's advice (review 33).
+    reason_targets: dict[str, set[str | None]] = field(default_factory=dict)
     # Filled only for a message, with more than one channel registered (contract 13): how many
     # deliveries each channel (by name) holds in quarantine; intake's records under None.
     quarantine_by_channel: dict[str | None, int] = field(default_factory=dict)
@@ -224,7 +224,7 @@ def add_details(
     with more than one channel, the count on each channel."""
     ids = channel_ids(connection, channel)
     found.quarantine_by_reason = quarantine_by_reason(connection, now, ids)
-    found.reason_targets = quarantine_reason_targets(connection, ids)
+    found.reason_targets = quarantine_reason_kinds(connection, ids)
     if len(channel_ids(connection)) > 1:
         found.quarantine_by_channel = quarantined_by_channel(connection, ids)
     if found.situation.withheld:

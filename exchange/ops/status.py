@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -342,6 +343,27 @@ def worker_state(
     return WorkerState.SILENT if age >= SILENT_AFTER else WorkerState.LIVE
 
 
+def serving(rows: list[dict[str, Any]], channels: Iterable[str]) -> list[dict[str, Any]]:
+    """The workers' rows (``worker_rows``) that serve one of ``channels``: a delivery loop's
+    row of one of them (``<worker id>/<channel>``), and a process's own row (no channel) whose
+    loops deliver to one of them, or that has no loop row of its own (without
+    EXCHANGE_CHANNELS its one loop is on its row: it serves whatever channel there is). A
+    process of ``exchange run --channel ozon`` is never listed under another channel (review
+    33: ``status --channel`` listed every process)."""
+    wanted = set(channels)
+    loops: dict[str, set[str]] = {}
+    for row in rows:
+        channel, worker = row.get("channel"), row["worker_id"]
+        if channel and worker.endswith(f"/{channel}"):
+            loops.setdefault(worker[: -len(channel) - 1], set()).add(channel)
+    return [
+        row
+        for row in rows
+        if (row.get("channel") in wanted)
+        or (not row.get("channel") and loops.get(row["worker_id"], wanted) & wanted)
+    ]
+
+
 def worker_rows(
     connection: Connection, now: datetime, live_within: float = DEFAULT_LIVE_WITHIN
 ) -> list[dict[str, Any]]:
@@ -646,13 +668,12 @@ def quarantine_by_reason(
     }
 
 
-def quarantine_reason_targets(
+def quarantine_reason_kinds(
     connection: Connection, ids: list[int] | None = None
-) -> dict[str, str | None]:
-    """Per reason of ``quarantine_by_reason`` (the same channels ``ids``), the target whose
-    words its one row takes (``words.reason_target``: a marketplace's reason in the
-    marketplace's words, «непонятный ответ площадки»): what ``status``, the dashboard and the
-    notice name each reason by."""
+) -> dict[str, set[str | None]]:
+    """Per reason of ``quarantine_by_reason`` (the same channels ``ids``), the targets of the
+    channels its deliveries are quarantined on (None: an intake's record, no channel's): the
+    notice's advice says each kind's (``report.words.advice_by_kind``)."""
     ids = channel_ids(connection) if ids is None else ids
     m = listed(ids, states=[State.QUARANTINED.value], name="quarantined")
     rows = connection.execute(
@@ -665,6 +686,17 @@ def quarantine_reason_targets(
     for reason, channel_id in rows:
         target = targets.get(channel_id) if channel_id is not None else None
         found.setdefault(str(reason or ""), set()).add(target)
+    return found
+
+
+def quarantine_reason_targets(
+    connection: Connection, ids: list[int] | None = None
+) -> dict[str, str | None]:
+    """Per reason of ``quarantine_by_reason`` (the same channels ``ids``), the target whose
+    words its one row takes (``words.reason_target``: a marketplace's reason in the
+    marketplace's words, «непонятный ответ площадки»): what ``status``, the dashboard and the
+    notice name each reason by."""
+    found = quarantine_reason_kinds(connection, ids)
     return {reason: reason_target(these) for reason, these in found.items()}
 
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, literal, select, update
+from sqlalchemy import Connection, and_, case, exists, func, literal, select, update
 
 from exchange.db.rowset import rowset
-from exchange.db.schema import channel_aggregates, deliveries, messages
+from exchange.db.schema import channel_aggregates, deliveries, history, messages
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import Decision
 from exchange.domain.states import Event, State
@@ -318,6 +318,11 @@ def _still_withheld(connection: Connection, shown: Sequence[Withheld]) -> list[W
     return [w for w in shown if (w.pk, w.channel_id) in still]
 
 
+# How a person's release the channel did not carry out begins (``delivery.withheld``'s
+# ``_release_detail``): the history row is the ask, never a release.
+NOT_RELEASED = "not released by the channel: "
+
+
 LEFT_ELSEWHERE = (
     "the channel no longer withholds this version and shows buyers another price (set where "
     "the channel is managed, e.g. the seller's cabinet): it never reached buyers; superseded "
@@ -377,6 +382,18 @@ def supersede_delivered(
     d, cursor = deliveries.c, channel_aggregates.c
     newest = deliveries.alias("newest")
     successor = messages.alias("successor")
+    # A person's release the channel carried out (``released``: its detail is the channel's
+    # answer; one it did not carry out says "not released by the channel"): the version went
+    # to buyers before the newer one replaced it, never "withheld" to its end (review 33).
+    asked = history.alias("asked")
+    released_before = exists(
+        select(asked.c.id).where(
+            asked.c.message_pk == d.message_pk,
+            asked.c.channel_id == d.channel_id,
+            asked.c.event == Event.OPERATOR_RELEASE.value,
+            asked.c.detail.not_like(NOT_RELEASED + "%"),
+        )
+    )
     chosen = (
         select(
             d.message_pk.label("id"),
@@ -388,6 +405,7 @@ def supersede_delivered(
             d.locked_until,
             cursor.done_version.label("done"),
             successor.c.message_id.label("successor"),
+            case((released_before, 1), else_=0).label("released"),
         )
         .join(
             channel_aggregates,
@@ -416,7 +434,16 @@ def supersede_delivered(
         now=now,
         values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
         detail=lambda c: (
-            literal("withheld, and a newer version was delivered: superseded by ")
+            case(
+                (
+                    c.c.released == 1,
+                    literal(
+                        "withheld, then released to buyers at a person's ask, and a newer "
+                        "version was delivered: superseded by "
+                    ),
+                ),
+                else_=literal("withheld, and a newer version was delivered: superseded by "),
+            )
             + func.coalesce(c.c.successor, literal("a newer version"))
         ),
     )

@@ -44,7 +44,7 @@ from exchange.ops.notify_by import Messenger, messengers
 from exchange.ops.status import pace_words
 from exchange.ops.withheld_behind import not_to_confirm
 from exchange.report.model import Lang
-from exchange.report.words import human_age, next_check
+from exchange.report.words import advice_by_kind, human_age
 from exchange.secrets import mask_secrets, safe_url, secret_forms
 from exchange.settings import Settings
 from exchange.words import channel_named, channels_named
@@ -316,8 +316,9 @@ def compose(
                     age=human_age(entry["oldest_age_s"], lang),
                 )
             )
-            target = found.reason_targets.get(reason)  # a marketplace's: its cabinet
-            advice = next_check(reason, lang, target=target)
+            # a marketplace's: its cabinet; channels of different advice: each kind's
+            advice = advice_by_kind(reason, found.reason_targets.get(reason, {None}), lang)
+            advice = advice.replace("\n", "\n    ")  # each kind's advice under the line
             lines.append(_w("what_to_do", lang).format(advice=advice))
             if workbench_url:
                 link = f"{workbench_url}/quarantine?{urlencode({'reason': reason})}"

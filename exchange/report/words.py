@@ -8,7 +8,7 @@ languages: they are what ``exchange quarantine list --reason`` takes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
@@ -352,9 +352,57 @@ def reason_steps(reason: str, lang: Lang) -> dict[str, str]:
 
 def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     """«Что сделать» of the summary's row for ``reason``: with the page's buttons in a
-    workbench export, with the commands in the command line's report."""
-    target = summary_target(report, reason)
-    return next_check(reason, lang, steps=report.steps or reason_steps(reason, lang), target=target)
+    workbench export, with the commands in the command line's report; each kind's advice
+    where its entries are on channels of different advice (``advice_by_kind``)."""
+    targets = {entry.target for entry in report.entries if entry.reason == reason}
+    return advice_by_kind(reason, targets, lang, report.steps or reason_steps(reason, lang))
+
+
+def advice_by_kind(
+    reason: str, targets: Iterable[str | None], lang: Lang, steps: dict[str, str] | None = None
+) -> str:
+    """The advice of one row for every record of ``reason`` (a report's summary, the
+    notice's line), on channels of ``targets``. Where they take different advice
+    (``unknown-sku`` on Ozon and on Yandex Market: each its own catalogue, ``advice_words``)
+    each advice is said once, on a line of its own after the channels' kinds it is for
+    (review 33: one marketplace's advice stood for all), the buttons' place once; one advice
+    as ``next_check`` says it for ``words.reason_target``."""
+    found = set(targets)
+    groups = advice_groups(reason, found)
+    if len(groups) < 2:
+        return next_check(reason, lang, steps=steps, target=reason_target(found))
+    said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
+    bare = {step: words for step, words in said.items() if step != PLACE}
+    parts = [
+        _("{targets}: {advice}", lang).format(
+            targets=", ".join(_target_named(t, lang) for t in group),
+            advice=next_check(reason, lang, steps=bare, target=group[0]),
+        )
+        for group in groups
+    ]
+    pressed = sum(
+        advice_words(reason, group[0]).count(f"{{{step}}}") for group in groups for step in _PRESSED
+    )
+    if PLACE in said and pressed:
+        where = ngettext("The button is {place}.", "The buttons are {place}.", pressed, lang)
+        parts.append(where.format(place=said[PLACE]))
+    return "\n".join(parts)
+
+
+def advice_groups(reason: str, targets: Iterable[str | None]) -> list[tuple[str | None, ...]]:
+    """``targets`` grouped by the advice they take for ``reason`` (``advice_words``, the one
+    place that decides it per target's kind): one group where the advice is one, whatever
+    the channels."""
+    groups: dict[str, list[str | None]] = {}
+    for target in sorted(set(targets), key=lambda t: (t is None, t or "")):
+        groups.setdefault(advice_words(reason, target), []).append(target)
+    return [tuple(group) for group in groups.values()]
+
+
+def _target_named(target: str | None, lang: Lang) -> str:
+    """A channel's kind as a summary's advice names it: the marketplace, or the site
+    (an intake's record, no channel's, speaks of the site too)."""
+    return name("target", target or "api", lang)
 
 
 def summary_target(report: Report, reason: str) -> str | None:
@@ -371,7 +419,11 @@ def cause(entry: Entry, lang: Lang) -> str | None:
         return None
     if lang == "en":
         return text
-    shown = error_words(text, "ru")  # the same Russian as the workbench's pages
+    # The error's own words in Russian, its HTTP status kept before them (``result_words``):
+    # the whole «HTTP 200: …» matched no pattern and came out English «(как записано)».
+    shown = result_words(entry, "ru") or text
+    if shown == text:
+        shown = error_words(text, "ru")  # the same Russian as the workbench's pages
     return shown if shown != text else _("(as recorded) {text}", lang).format(text=text)
 
 

@@ -6,6 +6,7 @@ preview counted per channel; a one-channel installation's codes stay bare."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -580,3 +581,44 @@ def test_find_says_a_messages_id_once_whatever_its_channels(
     lines = text.splitlines()
     assert lines.count(message_id) == 1, text
     assert "channel api:" in text and "channel second:" in text, text
+
+
+def test_status_of_one_channel_lists_only_the_processes_serving_it(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Review 33 item 4: a seller runs a worker per channel (``exchange run --channel``):
+    each process writes its own row (no channel) and its loop's ``<worker id>/<channel>``.
+    ``status --channel second`` listed every process's own row, the other channels' workers
+    among them: it lists the process whose loop serves ``second`` (and its loop) only. A
+    process without loop rows (one channel, no EXCHANGE_CHANNELS) serves whatever channel
+    there is: listed."""
+    _second(engine, scenario.sku2, state="new")
+    now = datetime.now(UTC)
+    rows = [
+        ("proc-api", None),
+        ("proc-api/api", "api"),
+        ("proc-second", None),
+        (f"proc-second/{NOW_NAME}", NOW_NAME),
+        ("proc-alone", None),
+    ]
+    with transaction(engine) as connection:
+        for worker_id, channel in rows:
+            connection.execute(
+                insert(workers).values(
+                    worker_id=worker_id,
+                    started_at=now - timedelta(minutes=30),
+                    heartbeat_at=now,
+                    breaker_state="closed",
+                    channel=channel,
+                )
+            )
+    one = cli("status", "--channel", NOW_NAME, db=db_url)
+    shown = set(re.findall(r"proc-[\w/-]+", one.stdout))
+    # a process is read on its loops' rows (``shown_workers``): proc-second on its loop's
+    assert shown == {f"proc-second/{NOW_NAME}", "proc-alone"}, describe(one)
+    every = cli("status", db=db_url)
+    assert set(re.findall(r"proc-[\w/-]+", every.stdout)) == {
+        "proc-api/api",
+        f"proc-second/{NOW_NAME}",
+        "proc-alone",
+    }, describe(every)

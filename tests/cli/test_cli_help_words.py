@@ -142,3 +142,12 @@ def test_clicks_own_words_are_russian_under_a_russian_locale(cli: Cli) -> None:
     assert "[обязательно]" in cancel.stdout and "Аргументы:" in cancel.stdout, describe(cancel)
     top = cli("--help", env=RUSSIAN)
     assert "Команды:" in top.stdout, describe(top)
+
+
+def test_resume_help_speaks_of_the_site_or_marketplace(cli: Cli) -> None:
+    """Review 33 item 2: ``exchange resume --help`` said a pause «no answer of the site can
+    end» to a seller whose paused channel was a marketplace's (a Yandex Market key that may
+    read but not write): it names either."""
+    for env, words in ((RUSSIAN, "сайта или площадки"), (ENGLISH, "the site or marketplace")):
+        result = cli("resume", "--help", env=env)
+        assert words in " ".join(result.stdout.split()), describe(result)

@@ -10,7 +10,14 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clitools import Cli, Scenario, assert_one_line_error, describe, run_json
+from clitools import (
+    Cli,
+    Scenario,
+    assert_one_line_error,
+    deliver_in_process,
+    describe,
+    run_json,
+)
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
@@ -261,3 +268,36 @@ def test_console_times_are_in_the_hosts_zone_by_default_to_the_second_with_their
     assert figures["workers"] and all(
         w["heartbeat_at"].endswith("+00:00") for w in figures["workers"]
     )
+
+
+def test_find_and_history_list_a_skus_versions_newest_version_first(
+    cli: Cli, db_url: str, engine: Engine, site: SiteSimulator
+) -> None:
+    """Review 33 item 6: ``find`` listed a SKU's versions in the order they were received:
+    1C's v2 arriving late, after v3, stood above v3, and an operator read v2 as the newest.
+    They are listed by version, the newest first (each aggregate's versions together), in
+    ``find`` and in ``history``'s list of the messages a term matches."""
+    deliver_in_process(db_url, engine, site, [price_row("ORD-1", 1), price_row("ORD-1", 3)])
+    deliver_in_process(db_url, engine, site, [price_row("ORD-1", 2)])  # late
+    deliver_in_process(db_url, engine, site, [price_row("ORD-10", 1)])
+    text = cli("find", "ORD-1", db=db_url)
+    assert re.findall(r"ORD-1\S* v\d", text.stdout) == [
+        "ORD-10 v1",
+        "ORD-1 v3",
+        "ORD-1 v2",
+        "ORD-1 v1",
+    ], describe(text)
+    found = run_json(cli, "find", "ORD-1", "--json", db=db_url)
+    assert [(m["aggregate"], m["version"]) for m in found] == [
+        ("ORD-10", 1),
+        ("ORD-1", 3),
+        ("ORD-1", 2),
+        ("ORD-1", 1),
+    ]
+    several = cli("history", "price.ORD-1.", db=db_url)
+    assert several.returncode == 2, describe(several)
+    assert re.findall(r"ORD-1\S* v\d", several.stdout)[-3:] == [
+        "ORD-1 v3",
+        "ORD-1 v2",
+        "ORD-1 v1",
+    ], describe(several)

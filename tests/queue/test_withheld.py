@@ -29,7 +29,9 @@ from exchange.dev.testing import (
 )
 from exchange.domain.clock import FakeClock
 from exchange.domain.states import Event, IllegalTransition, State, check
+from exchange.queue import withheld as withheld_queue
 from exchange.targets.base import Target
+from exchange.words import error_words
 from exchange.worker import Worker
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
@@ -247,3 +249,43 @@ def test_the_worker_asks_the_channel_and_ends_it_delivered_when_it_went_live(
     _drain(engine, db_url, site, clock)  # a worker asks at its start, then every RECHECK_EVERY
     assert _row(engine, 2)["state"] == State.DELIVERED.value
     assert _cursor(engine) == (2, 2)
+
+
+@pytest.mark.parametrize("confirmed", [True, False], ids=["released", "refused"])
+def test_a_released_version_superseded_before_its_read_back_says_it_was_released(
+    engine: Engine, db_url: str, clock: FakeClock, confirmed: bool
+) -> None:
+    """Review 33 item 5: Yandex Market confirmed a person's release of v2 (it shows within
+    minutes, the delivery ends delivered on the read-back), and 1C's v3 was delivered before
+    that read-back: v2 went to buyers, so its superseded row says it was released and then
+    replaced, never «было придержано, а более новая версия доставлена» (withheld to its end).
+    A release the channel refused keeps the withheld words."""
+    site, _ = _withhold_v2(engine, db_url, clock)
+    v2 = _row(engine, 2)
+    answer = (
+        "Yandex Market confirmed the price (price-quarantine/confirm): it shows within minutes, "
+        "and the delivery ends delivered when the read-back shows it"
+    )
+    with transaction(engine) as connection:
+        (row,) = withheld_queue.named(connection, [v2["message_id"]]).values()
+        assert isinstance(row, withheld_queue.Withheld)
+        said = answer if confirmed else withheld_queue.NOT_RELEASED + "HTTP 403: no"
+        withheld_queue.released(connection, [(row, said)], clock.now(), operator="o", note="n")
+    stage(engine, [price_row("S1", 3, "95.00")])
+    _drain(engine, db_url, site, clock)
+    last = _events(engine, v2["id"])[-1]
+    assert (last["event"], last["to_state"]) == ("superseded", "cancelled"), last
+    v3 = _row(engine, 3)["message_id"]
+    russian = error_words(last["detail"], "ru")
+    if confirmed:
+        assert last["detail"] == (
+            "withheld, then released to buyers at a person's ask, and a newer version was "
+            f"delivered: superseded by {v3}"
+        )
+        assert russian == (
+            "было придержано, затем по просьбе оператора выпущено к покупателям, а после "
+            f"доставлена более новая версия: заменено сообщением {v3}"
+        )
+    else:
+        assert last["detail"] == f"withheld, and a newer version was delivered: superseded by {v3}"
+        assert russian.startswith("было придержано, а более новая версия доставлена"), russian

@@ -16,7 +16,7 @@ from exchange.ops.verify import Verification
 from exchange.report.model import Entry, Report
 from exchange.report.words import entry_next_check, next_check, summary_next_check
 from exchange.targets.base import HeldPrice
-from exchange.words import channel_subject, name, on_marketplace
+from exchange.words import channel_subject, error_words, name, on_marketplace
 
 MARKETPLACES = ("ozon", "wildberries", "yandex-market")
 
@@ -171,3 +171,133 @@ def test_the_workbench_says_one_advice_once_for_three_marketplaces() -> None:
     said = reasons_on(rows, {**targets, "site": "woocommerce"})
     assert len(said) == 2, said  # the marketplaces' advice once, the site's once
     assert {on_marketplace(target) for _, target in said} == {True, False}
+
+
+def _entry(message_id: str, reason: str, target: str, last_error: str, status: int = 200) -> Entry:
+    at = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+    return Entry(
+        message_id=message_id,
+        kind="price",
+        aggregate="SKU-1/retail",
+        version=1,
+        reason=reason,
+        attempts=1,
+        last_status=status,
+        last_error=last_error,
+        source_ref=None,
+        first_seen=at,
+        quarantined_at=at,
+        rejected_row=False,
+        staging_id=None,
+        payload="{}",
+        channel=target,
+        target=target,
+    )
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_a_summary_row_over_several_marketplaces_gives_each_kinds_advice(lang: str) -> None:
+    """Review 33 item 1: the exported report's summary row of ``unknown-sku`` over an Ozon
+    and a Yandex Market channel said Ozon's advice alone (offer_id, Ozon's cabinet): the
+    seller of the Yandex offer was sent to the wrong catalogue. Each kind's advice is said,
+    after the kind it is for; one advice shared by every channel stays one."""
+    at = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
+    entries = (
+        _entry("m-1", "unknown-sku", "ozon", "Ozon: NOT_FOUND: no product"),
+        _entry("m-2", "unknown-sku", "yandex-market", "no such offer"),
+        _entry("m-3", "unknown-sku", "ozon", "Ozon: NOT_FOUND: no product"),
+    )
+    said = summary_next_check(Report(generated_at=at, entries=entries), "unknown-sku", lang)
+    ozon = next_check("unknown-sku", lang, target="ozon")
+    assert "offer_id" in said and "offerId" in said, said
+    lines = said.split("\n")
+    assert len(lines) == 2, said
+    market = "Яндекс Маркет" if lang == "ru" else "Yandex Market"
+    assert lines[0].startswith("Ozon: ") and lines[1].startswith(f"{market}: "), said
+    assert said.count("exchange quarantine retry --reason unknown-sku") == 2, said
+    # one advice for all (a retry limit on two marketplaces): said once, as before
+    both = (
+        _entry("m-4", "retry-limit", "ozon", "x"),
+        _entry("m-5", "retry-limit", "wildberries", "x"),
+    )
+    one = summary_next_check(Report(generated_at=at, entries=both), "retry-limit", lang)
+    assert "\n" not in one and not one.startswith("Ozon"), one
+    assert ozon != next_check("unknown-sku", lang, target="yandex-market")
+
+
+@pytest.mark.parametrize("target", [*MARKETPLACES, "woocommerce"])
+def test_not_for_this_shop_is_said_without_a_shop(target: str) -> None:
+    """Review 33 item 2: ``not-for-this-shop`` on a marketplace's channel read «не для этого
+    магазина» (a marketplace has no shop): its words name the channel, on every channel (the
+    code stays: it is the contract)."""
+    assert name("reason", "not-for-this-shop", "ru", target) == (
+        "не для этого канала (not-for-this-shop)"
+    )
+    assert name("reason", "not-for-this-shop", "en", target) == (
+        "not for this channel (not-for-this-shop)"
+    )
+    assert "магазин" not in name("event", "not-for-this-shop", "ru")
+
+
+@pytest.mark.parametrize(
+    ("target", "status", "error", "russian"),
+    [
+        (
+            "ozon",
+            200,
+            "Ozon: NOT_FOUND: no product with this offer_id in the seller's account",
+            "HTTP 200: Ozon: NOT_FOUND: в кабинете продавца нет товара с этим offer_id",
+        ),
+        (
+            "wildberries",
+            200,
+            "Wildberries' catalogue has no good with vendor code 'A-1'",
+            "HTTP 200: в каталоге Wildberries нет товара с артикулом продавца 'A-1'",
+        ),
+    ],
+)
+def test_the_reports_cause_is_russian_never_as_recorded_english(
+    target: str, status: int, error: str, russian: str
+) -> None:
+    """Review 33 item 3: the exported report's «Что сделать» said «Причина: (как записано)
+    HTTP 200: Ozon: NOT_FOUND: no product …» under a Russian report: the cause was looked up
+    with its HTTP status before it and matched nothing. The cause is the error's Russian after
+    its status, as the column «Последний HTTP-статус или ошибка» says it."""
+    entry = _entry("m-1", "unknown-sku", target, error, status)
+    said = entry_next_check(entry, "ru")
+    assert f"Причина: {russian}" in said, said
+    assert "как записано" not in said, said
+
+
+def test_whole_units_are_said_as_a_russian_reader_says_them() -> None:
+    """Review 33 item 3: «канал принимает только целые единицы» is English's "whole units"
+    word for word; a Russian reader reads a sum without kopecks."""
+    said = error_words(
+        "price 1000.5: the channel takes whole units; never rounded silently (set rounding to "
+        "half-up or down to round it)",
+        "ru",
+    )
+    assert "целые единицы" not in said and "без копеек" in said, said
+
+
+def test_the_notice_of_a_reason_over_several_marketplaces_gives_each_kinds_advice() -> None:
+    """Review 33 item 1, the notice's side (``report.notice``, the same report words): its
+    «Что сделать» of ``unknown-sku`` quarantined on an Ozon and a Yandex Market channel said
+    Ozon's advice alone; it says each kind's, each on a line of its own."""
+    from exchange.domain.notify import Decision, Situation
+    from exchange.ops.notify import Snapshot
+    from exchange.report.notice import compose
+
+    snapshot = Snapshot(
+        situation=Situation(quarantined=2),
+        quarantine_by_reason={
+            "unknown-sku": {"count": 2, "oldest_message_id": "m-1", "oldest_age_s": 60.0}
+        },
+        reason_targets={"unknown-sku": {"ozon", "yandex-market"}},
+    )
+    decision = Decision(send=True, gained=True)
+    _, text = compose(snapshot, decision, lang="ru", database="db", workbench_url=None, every=60)
+    assert "offer_id" in text and "offerId" in text, text
+    lines = text.splitlines()
+    assert any(line.startswith("  Что сделать: Ozon: ") for line in lines), text
+    assert any(line.startswith("    Яндекс Маркет: ") for line in lines), text

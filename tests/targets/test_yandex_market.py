@@ -36,6 +36,7 @@ from exchange.targets.yandex_market.pace import (
     Parallel,
 )
 from exchange.targets.yandex_market.target import YandexMarketTarget, offer_id
+from exchange.words import detail_words
 
 KEY = "ym-key"
 BUSINESS = 1001
@@ -1223,6 +1224,36 @@ def test_a_release_of_a_price_yandex_no_longer_withholds_never_says_released(
     assert not released.asked, released
     assert "value=1000, not 300" in released.detail
     assert 0 == ym.requests["price-quarantine/confirm"]
+    # ``withheld release`` under EXCHANGE_LANG=ru says it in Russian (review 33 item 3)
+    assert detail_words(released.detail) == (
+        "Яндекс Маркет больше не придерживает предложение 'SKU-1' и показывает value=1000, а "
+        "не 300: эту цену заменило более позднее обновление, подтверждать нечего"
+    )
+
+
+def test_a_release_yandex_refuses_is_said_in_russian(ym: YmSimulator) -> None:
+    """Review 33 item 3: ``exchange withheld release`` of a withheld Yandex Market price whose
+    confirm Yandex refuses (a read-only Api-Key: 403, research §3.2) printed English under
+    EXCHANGE_LANG=ru («Yandex Market: HTTP 403: …: the Api-Key's access is read-only»). Its
+    words are Russian; Yandex's own words stay as Yandex said them."""
+    retail = price("SKU-1", 2, "300")
+
+    async def scenario(t: YandexMarketTarget) -> Any:
+        both = [price("SKU-1", 1, "1000"), price("SKU-1", 1, "1500", price_type="old")]
+        await t.send(both)
+        await t.send(both)  # delivered
+        (took,) = await t.send([retail])
+        assert [Shown.WITHHELD] == await t.withheld_shown([retail])
+        ym.scope = "pricing:read-only"
+        (released,) = await t.release_withheld([replace(retail, receipt=took.receipt)])
+        return released
+
+    released = run(lambda: target(ym), scenario)
+    assert not released.asked, released
+    assert released.detail.startswith("Yandex Market: HTTP 403"), released
+    said = detail_words(released.detail)
+    assert said.startswith("Яндекс Маркет: HTTP 403"), said
+    assert "только на чтение" in said and "read-only" not in said, said
 
 
 def test_a_refused_key_pauses_in_the_marketplaces_words_never_the_sites(ym: YmSimulator) -> None:

@@ -262,7 +262,8 @@ def _summary(report: Report, lang: Lang) -> str:
     reasons = "".join(
         f"<tr><td>{_e(name('reason', reason, lang, summary_target(report, reason)))}</td>"
         f'<td class="num">{count}</td>'
-        f"<td>{_e(summary_next_check(report, reason, lang))}</td></tr>"
+        # one advice a line where the row's channels take different ones
+        f"<td>{_e(summary_next_check(report, reason, lang)).replace(chr(10), '<br>')}</td></tr>"
         for reason, count in s.by_reason.items()
     )
     reason_table = (
