@@ -52,8 +52,8 @@ from exchange.words import channel_named, channels_named
 log = logging.getLogger(__name__)
 
 _WORDS: dict[str, tuple[str, str]] = {
-    "subject": ("Обмен с сайтом: нужен человек", "Site exchange: a person is needed"),
-    "subject_resumed": ("Обмен с сайтом", "Site exchange"),
+    "subject": ("Обмен с 1С: нужен человек", "Exchange with 1C: a person is needed"),
+    "subject_resumed": ("Обмен с 1С", "Exchange with 1C"),
     "resumed": ("доставка возобновилась", "delivery resumed"),
     "resumed_head": (
         "Доставка снова идёт, ничего делать не нужно:",

@@ -96,7 +96,7 @@ def test_withheld_prices_are_told_once_naming_the_channel_and_what_releases_them
     told = _notifier(db_url, engine, clock, inbox, "ru")
     assert told.step().sent
     subject, text = inbox.sent[0]
-    assert subject == "Обмен с сайтом: нужен человек: канал придержал цены до подтверждения"
+    assert subject == "Обмен с 1С: нужен человек: канал придержал цены до подтверждения"
     for expected in (
         "Придержаны каналом (канал принял цену, но не показывает её покупателям, пока "
         "человек не подтвердит): 1.",

@@ -104,7 +104,7 @@ def test_a_quarantine_that_gains_entries_is_told_once_per_period(
     first_at = clock.now()
     first = told.step()
     assert first.sent and 1 == len(mail.messages)
-    assert mail.subject() == "Обмен с сайтом: нужен человек: в карантине новые записи"
+    assert mail.subject() == "Обмен с 1С: нужен человек: в карантине новые записи"
     text = mail.text()
     with transaction(engine, read_only=True) as connection:
         message_id = connection.execute(select(messages.c.message_id)).scalar_one()
@@ -244,7 +244,7 @@ def test_delivery_that_stops_is_told_and_so_is_its_resumption(
     back = told.step()
     assert back.sent and back.decision.resumed == {stop}, back
     assert 2 == len(mail.messages)
-    assert mail.subject() == "Обмен с сайтом: доставка возобновилась"
+    assert mail.subject() == "Обмен с 1С: доставка возобновилась"
     assert "Доставка снова идёт, ничего делать не нужно:" in mail.text()
     assert resumed in mail.text() and "не раньше чем" not in mail.text(), mail.text()
     clock.advance(60)
@@ -307,7 +307,7 @@ def test_english_follows_the_report_language_and_times_the_display_zone(
     with transaction(engine) as connection:
         control.pause(connection, operator="olga", note="re-pricing", now=paused_at)
     assert told.step().sent
-    assert mail.subject() == "Site exchange: a person is needed: delivery stopped"
+    assert mail.subject() == "Exchange with 1C: a person is needed: delivery stopped"
     # Times in EXCHANGE_DISPLAY_TZ, the zone named, as the console and the workbench show them.
     assert "operator olga paused delivery (2026-12-01 09:05 MSK)" in mail.text()
 
@@ -531,7 +531,7 @@ def test_telegram_gets_the_message_and_check_asks_getme(
         assert the_notifier(settings, engine, clock_now()).step().sent
     [sent] = api.sent
     assert sent["chat_id"] == "-1001234567890"
-    assert sent["text"].startswith("Обмен с сайтом: нужен человек") and "http-422" in sent["text"]
+    assert sent["text"].startswith("Обмен с 1С: нужен человек") and "http-422" in sent["text"]
 
 
 def test_telegram_flood_control_is_waited_once_as_told(

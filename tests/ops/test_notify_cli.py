@@ -64,7 +64,7 @@ def test_notify_once_sends_then_waits_for_the_period_and_is_refused_when_off(
         first = cli("notify", "--once", db=db_url, env=env)
         assert first.returncode == 0, describe(first)
         assert first.stdout.splitlines()[0] == f"database: {db_url}"
-        assert "sent: Обмен с сайтом: нужен человек: в карантине новые записи" in first.stdout
+        assert "sent: Обмен с 1С: нужен человек: в карантине новые записи" in first.stdout
         second = cli("notify", "--once", db=db_url, env=env)
         assert second.returncode == 0 and "next message goes no sooner than" in second.stdout
         assert 1 == len(inbox.messages) and "http-422" in inbox.text()
