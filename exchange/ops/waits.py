@@ -11,7 +11,7 @@ whose history no longer holds either is said as delayed."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, and_, func, select
 
@@ -60,31 +60,46 @@ def awaiting_1c(pk: Any, channel_id: Any, state: Any) -> ColumnElement[bool]:
     return and_(awaiting(pk, channel_id, state), func.coalesce(last, "") == AWAITING_1C)
 
 
+# What a delayed state waits for, read along a story: "" (not delayed, or a retry), the channel,
+# or 1C's other price type (``domain.prices.AWAITING_1C``): ``state_said`` says each.
+Wait = Literal["", "channel", "1c"]
+
+
 def awaiting_in_story(
-    rows: Iterable[tuple[Any, str, str | None, str | None]],
-) -> list[tuple[bool, bool]]:
+    rows: Iterable[tuple[Any, str, str | None, str | None, str | None]],
+) -> list[tuple[Wait, Wait]]:
     """The same rule read along a history (``exchange history``, the report's biography):
-    for each row (its channel, event, from-state and to-state, oldest first) whether its
-    from-state and its to-state, where ``delayed``, wait for the channel rather than for a
-    retry: the last of the two delaying events on the row's channel up to it says which."""
-    last: dict[Any, str] = {}
-    said: list[tuple[bool, bool]] = []
-    for channel, event, from_state, to_state in rows:
-        before = last.get(channel) == Event.AWAITING_OUTCOME.value
+    for each row (its channel, event, from-state, to-state and error class, oldest first)
+    what its from-state and its to-state, where ``delayed``, wait for: the channel, 1C (the
+    last delaying event's error class is ``AWAITING_1C``, as ``awaiting_1c`` reads it), or
+    nothing but a retry (""): the last of the two delaying events on the row's channel up to
+    it says which."""
+    last: dict[Any, tuple[str, str | None]] = {}
+    said: list[tuple[Wait, Wait]] = []
+    for channel, event, from_state, to_state, error_class in rows:
+        before = _wait(last.get(channel))
         if event in _DELAYING:
-            last[channel] = event
-        after = last.get(channel) == Event.AWAITING_OUTCOME.value
+            last[channel] = (event, error_class)
+        after = _wait(last.get(channel))
         said.append(
             (
-                from_state == State.DELAYED.value and before,
-                to_state == State.DELAYED.value and after,
+                before if from_state == State.DELAYED.value else "",
+                after if to_state == State.DELAYED.value else "",
             )
         )
     return said
 
 
-def awaiting_in_biography(story: Iterable[dict[str, Any]]) -> list[tuple[bool, bool]]:
+def _wait(last: tuple[str, str | None] | None) -> Wait:
+    if last is None or last[0] != Event.AWAITING_OUTCOME.value:
+        return ""
+    return "1c" if last[1] == AWAITING_1C else "channel"
+
+
+def awaiting_in_biography(story: Iterable[dict[str, Any]]) -> list[tuple[Wait, Wait]]:
     """``awaiting_in_story`` of a biography's history (``ops.status.biography``'s entries, by
     their channel's name): what ``exchange history`` and the workbench's history say of each
-    row's delayed from- and to-state, a wait for the marketplace or a retry."""
-    return awaiting_in_story((e.get("channel"), e["event"], e["from"], e["to"]) for e in story)
+    row's delayed from- and to-state, a wait for the marketplace, for 1C, or a retry."""
+    return awaiting_in_story(
+        (e.get("channel"), e["event"], e["from"], e["to"], e.get("error_class")) for e in story
+    )

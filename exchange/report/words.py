@@ -14,7 +14,7 @@ from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from exchange.i18n import N_, _, moment, ngettext
-from exchange.ops.waits import awaiting_in_story
+from exchange.ops.waits import Wait, awaiting_in_story
 from exchange.report.model import Entry, HistoryEvent, Lang, Report
 from exchange.words import (
     error_words,
@@ -617,12 +617,14 @@ def history_rows(entry: Entry, lang: Lang) -> list[list[Cell]]:
     ]
 
 
-def story_waits(events: Sequence[HistoryEvent]) -> list[tuple[bool, bool]]:
-    """For each of an entry's history rows (oldest first), whether its delayed from- and
-    to-state wait for the channel (Ozon's hourly hold, Wildberries' wait behind its
-    quarantine, Yandex Market's budget) rather than for a retry: the rule ``find``,
-    ``status`` and ``history`` share."""
-    return awaiting_in_story((e.channel_id, e.event, e.from_state, e.to_state) for e in events)
+def story_waits(events: Sequence[HistoryEvent]) -> list[tuple[Wait, Wait]]:
+    """For each of an entry's history rows (oldest first), what its delayed from- and
+    to-state wait for: the channel (Ozon's hourly hold, Wildberries' wait behind its
+    quarantine, Yandex Market's budget), 1C's other price type, or "" for a retry: the rule
+    ``find``, ``status`` and ``history`` share."""
+    return awaiting_in_story(
+        (e.channel_id, e.event, e.from_state, e.to_state, e.error_class) for e in events
+    )
 
 
 def history_words(
@@ -630,12 +632,12 @@ def history_words(
     from_state: str | None,
     to_state: str | None,
     lang: Lang,
-    awaits: tuple[bool, bool] = (False, False),
+    awaits: tuple[Wait, Wait] = ("", ""),
     detail: str | None = None,
 ) -> tuple[str, str | None, str | None]:
     """A history row's event and states as a report says them: words in Russian, the stored
     codes in English (what ``exchange history --json`` and the logs say). ``awaits`` says
-    whether its delayed from- and to-state wait for the channel rather than for a retry
+    what its delayed from- and to-state wait for (the channel, 1C, or "" for a retry)
     (``exchange.ops.waits.awaiting_in_story``): said as a wait (``state_said``), never as a
     retry. ``detail``: the row's, which says whether a released attempt was sent with its
     answer unknown (``words.event_said``)."""
@@ -643,9 +645,15 @@ def history_words(
         return event, from_state, to_state
     return (
         event_said(event, detail, lang),
-        state_said(from_state, lang, awaiting=awaits[0]) if from_state else from_state,
-        state_said(to_state, lang, awaiting=awaits[1]) if to_state else to_state,
+        _state_waits(from_state, lang, awaits[0]),
+        _state_waits(to_state, lang, awaits[1]),
     )
+
+
+def _state_waits(state: str | None, lang: Lang, waits: Wait) -> str | None:
+    if not state:
+        return state
+    return state_said(state, lang, awaiting=bool(waits), on_1c=waits == "1c")
 
 
 def summary_rows(report: Report, lang: Lang) -> list[tuple[str, Cell]]:

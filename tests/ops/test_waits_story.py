@@ -4,25 +4,46 @@ on the same channel, not after a ``retry-scheduled`` (sellerwords item 1)."""
 
 from __future__ import annotations
 
+from exchange.domain.prices import AWAITING_1C
 from exchange.ops.waits import awaiting_in_story
+from exchange.report.words import history_words
 
 
 def test_a_delayed_state_waits_for_the_channel_after_its_awaiting_outcome_only() -> None:
     story = [
-        (None, "accepted", None, "pending"),
-        ("ozon", "taken", "pending", "in_progress"),
-        ("ozon", "awaiting-outcome", "in_progress", "delayed"),
-        ("wb", "retry-scheduled", "in_progress", "delayed"),
-        ("ozon", "taken", "delayed", "in_progress"),
-        ("ozon", "retry-scheduled", "in_progress", "delayed"),
-        ("ozon", "taken", "delayed", "in_progress"),
+        (None, "accepted", None, "pending", None),
+        ("ozon", "taken", "pending", "in_progress", None),
+        ("ozon", "awaiting-outcome", "in_progress", "delayed", "OzonHourlyLimit"),
+        ("wb", "retry-scheduled", "in_progress", "delayed", "ConnectError"),
+        ("ozon", "taken", "delayed", "in_progress", None),
+        ("ozon", "retry-scheduled", "in_progress", "delayed", "ConnectError"),
+        ("ozon", "taken", "delayed", "in_progress", None),
     ]
     assert awaiting_in_story(story) == [
-        (False, False),
-        (False, False),
-        (False, True),  # into the marketplace's wait
-        (False, False),  # another channel's retry
-        (True, False),  # out of the wait
-        (False, False),  # into a retry
-        (False, False),
+        ("", ""),
+        ("", ""),
+        ("", "channel"),  # into the marketplace's wait
+        ("", ""),  # another channel's retry
+        ("channel", ""),  # out of the wait
+        ("", ""),  # into a retry
+        ("", ""),
     ]
+
+
+def test_a_wait_for_1cs_other_price_type_is_a_wait_for_1c_along_the_story() -> None:
+    """rev32o-seller: ``exchange history`` and the workbench said «ждёт площадку» for a price
+    that waits for 1C's other price type, while its state line says «ждёт 1С: другой вид
+    цены»: the wait's error class (``AWAITING_1C``) says which."""
+    story = [
+        ("ozon", "taken", "pending", "in_progress", None),
+        ("ozon", "awaiting-outcome", "in_progress", "delayed", AWAITING_1C),
+        ("ozon", "taken", "delayed", "in_progress", None),
+        ("ozon", "awaiting-outcome", "in_progress", "delayed", "OzonHourlyLimit"),
+    ]
+    assert awaiting_in_story(story) == [("", ""), ("", "1c"), ("1c", ""), ("", "channel")]
+    said = [
+        history_words(e, f, t, "ru", w)[1:]
+        for (_, e, f, t, _), w in zip(story, awaiting_in_story(story), strict=True)
+    ]
+    assert said[1] == ("отправляется", "ждёт 1С: другой вид цены"), said
+    assert said[3] == ("отправляется", "ждёт площадку"), said
