@@ -1508,6 +1508,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
+        r"withheld, then released to buyers at a person's ask, and the channel withholds a "
+        r"newer version instead: superseded by (?P<id>.+)",
+        N_(
+            "withheld, then released to buyers at a person's ask, and the channel withholds a "
+            "newer version instead: superseded by {id}"
+        ),
+    ),
+    (
         r"HTTP (?P<s>\d+): the site took the price and withholds it from buyers",
         N_("HTTP {s}: the site took the price and withholds it from buyers"),
     ),

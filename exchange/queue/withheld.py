@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, exists, func, literal, select, update
+from sqlalchemy import ColumnElement, Connection, and_, case, exists, func, literal, select, update
 
 from exchange.db.rowset import rowset
 from exchange.db.schema import channel_aggregates, deliveries, history, messages
@@ -370,6 +370,23 @@ def left_elsewhere(
     return gone
 
 
+def _released_by_channel() -> ColumnElement[bool]:
+    """True for a withheld delivery a person released and the channel carried it out
+    (``released``: its detail is the channel's answer; one it did not carry out says "not
+    released by the channel"): the version went to buyers before a newer one replaced it,
+    never "withheld" to its end (review 33; rev32p: also when the newer one is withheld)."""
+    d = deliveries.c
+    asked = history.alias("asked")
+    return exists(
+        select(asked.c.id).where(
+            asked.c.message_pk == d.message_pk,
+            asked.c.channel_id == d.channel_id,
+            asked.c.event == Event.OPERATOR_RELEASE.value,
+            asked.c.detail.not_like(NOT_RELEASED + "%"),
+        )
+    )
+
+
 def supersede_delivered(
     connection: Connection, aggregate_ids: Sequence[int], now: datetime, *, channel_id: int
 ) -> int:
@@ -382,18 +399,7 @@ def supersede_delivered(
     d, cursor = deliveries.c, channel_aggregates.c
     newest = deliveries.alias("newest")
     successor = messages.alias("successor")
-    # A person's release the channel carried out (``released``: its detail is the channel's
-    # answer; one it did not carry out says "not released by the channel"): the version went
-    # to buyers before the newer one replaced it, never "withheld" to its end (review 33).
-    asked = history.alias("asked")
-    released_before = exists(
-        select(asked.c.id).where(
-            asked.c.message_pk == d.message_pk,
-            asked.c.channel_id == d.channel_id,
-            asked.c.event == Event.OPERATOR_RELEASE.value,
-            asked.c.detail.not_like(NOT_RELEASED + "%"),
-        )
-    )
+    released_before = _released_by_channel()
     chosen = (
         select(
             d.message_pk.label("id"),
@@ -481,6 +487,7 @@ def supersede_withheld(
             d.leased_at,
             d.locked_until,
             successor.c.message_id.label("successor"),
+            case((_released_by_channel(), 1), else_=0).label("released"),
         )
         .join(
             newest_withheld,
@@ -508,7 +515,18 @@ def supersede_withheld(
         now=now,
         values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
         detail=lambda c: (
-            literal("withheld, and the channel withholds a newer version instead: superseded by ")
+            case(
+                (
+                    c.c.released == 1,
+                    literal(
+                        "withheld, then released to buyers at a person's ask, and the channel "
+                        "withholds a newer version instead: superseded by "
+                    ),
+                ),
+                else_=literal(
+                    "withheld, and the channel withholds a newer version instead: superseded by "
+                ),
+            )
             + func.coalesce(c.c.successor, literal("a newer version"))
         ),
     )

@@ -252,14 +252,17 @@ def test_the_worker_asks_the_channel_and_ends_it_delivered_when_it_went_live(
 
 
 @pytest.mark.parametrize("confirmed", [True, False], ids=["released", "refused"])
+@pytest.mark.parametrize("newer", ["delivered", "withheld"])
 def test_a_released_version_superseded_before_its_read_back_says_it_was_released(
-    engine: Engine, db_url: str, clock: FakeClock, confirmed: bool
+    engine: Engine, db_url: str, clock: FakeClock, confirmed: bool, newer: str
 ) -> None:
     """Review 33 item 5: Yandex Market confirmed a person's release of v2 (it shows within
     minutes, the delivery ends delivered on the read-back), and 1C's v3 was delivered before
     that read-back: v2 went to buyers, so its superseded row says it was released and then
     replaced, never «было придержано, а более новая версия доставлена» (withheld to its end).
-    A release the channel refused keeps the withheld words."""
+    A release the channel refused keeps the withheld words. rev32p (the seller, Yandex): the
+    same when the newer version is withheld in its turn (Yandex showed v2 from its release,
+    then held v3 against v2 as its last valid price)."""
     site, _ = _withhold_v2(engine, db_url, clock)
     v2 = _row(engine, 2)
     answer = (
@@ -271,13 +274,28 @@ def test_a_released_version_superseded_before_its_read_back_says_it_was_released
         assert isinstance(row, withheld_queue.Withheld)
         said = answer if confirmed else withheld_queue.NOT_RELEASED + "HTTP 403: no"
         withheld_queue.released(connection, [(row, said)], clock.now(), operator="o", note="n")
-    stage(engine, [price_row("S1", 3, "95.00")])
+    # v3 delivered (95.00), or withheld in turn (20.00: a drop to a fifth of the 100.00 shown)
+    stage(engine, [price_row("S1", 3, "95.00" if newer == "delivered" else "20.00")])
     _drain(engine, db_url, site, clock)
     last = _events(engine, v2["id"])[-1]
     assert (last["event"], last["to_state"]) == ("superseded", "cancelled"), last
     v3 = _row(engine, 3)["message_id"]
     russian = error_words(last["detail"], "ru")
-    if confirmed:
+    if confirmed and newer == "withheld":
+        assert _row(engine, 3)["state"] == State.WITHHELD.value
+        assert last["detail"] == (
+            "withheld, then released to buyers at a person's ask, and the channel withholds a "
+            f"newer version instead: superseded by {v3}"
+        )
+        assert russian == (
+            "было придержано, затем по просьбе оператора выпущено к покупателям, а после "
+            f"канал придержал более новую версию: заменено сообщением {v3}"
+        )
+    elif newer == "withheld":
+        assert last["detail"] == (
+            f"withheld, and the channel withholds a newer version instead: superseded by {v3}"
+        )
+    elif confirmed:
         assert last["detail"] == (
             "withheld, then released to buyers at a person's ask, and a newer version was "
             f"delivered: superseded by {v3}"
