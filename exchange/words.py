@@ -3191,6 +3191,7 @@ _WORD_MESSAGES.update(
         "refresh_start": N_("Redraw every {seconds} s"),
         "backlog": N_("Still to deliver"),
         "backlog_eta": N_("about {eta} at the current pace"),
+        "backlog_due": N_("about {eta}: the last of them is due to be sent then"),
         "backlog_none": N_("nothing waits"),
         "backlog_untaken": N_("not taken from 1C yet: {count}"),
         "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),

@@ -77,6 +77,15 @@ def estimate(figures: dict[str, Any]) -> float | None:
     return max(said) if said else None
 
 
+def waits_for_its_time(figures: dict[str, Any]) -> bool:
+    """Whether the estimate is the last delayed delivery's due time rather than the pace: it
+    is later than the pace says, or there is no pace (a channel's limit, a retry, a catalogue
+    re-read). The one rule ``exchange status``'s line and the dashboard share (rev32p: the
+    dashboard said «около 20 с при нынешнем темпе» of a price due in 10 minutes)."""
+    due, eta = figures.get("due_s"), figures.get("eta_s")
+    return due is not None and (eta is None or due > eta)
+
+
 def untaken_channels(by_channel: dict[str, dict[str, Any]]) -> list[str]:
     """The channels whose waiting work no worker takes now: paused (by an operator or by the
     site's refusal), or registered but configured in no process (renamed, not yet dropped);
@@ -131,9 +140,7 @@ def backlog_words(
         )
     elif figures["eta_s"] is None and not live:
         said = _("backlog: {count}, no worker is live (no estimate)", lang)
-    elif figures.get("due_s") is not None and (
-        figures["eta_s"] is None or figures["due_s"] > figures["eta_s"]
-    ):  # the last waits for its time (a channel's limit, a retry): never sooner than that
+    elif waits_for_its_time(figures):  # the last waits for its time: never sooner than that
         said = _("backlog: {count}, about {eta}: the last of them is due to be sent then", lang)
     elif figures["eta_s"] is None:
         said = _("backlog: {count}, none delivered in the last minute", lang)

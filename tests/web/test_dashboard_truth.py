@@ -22,7 +22,7 @@ from workbench_helpers import add_operator, close_all, signed_in
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
-from exchange.db.schema import sign_in_refusals, staging, workers
+from exchange.db.schema import deliveries, sign_in_refusals, staging, workers
 from exchange.dev.sitesim import SiteSimulator
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.domain.retry import Decision
@@ -133,6 +133,31 @@ def test_no_estimate_while_paused(bench: str, db: Engine, db_url: str) -> None:
     card = element(client.get("/").text, "backlog")
     assert "при нынешнем темпе" not in card and "около" not in card, card
     assert word("backlog_paused", "ru") in card, card
+
+
+def test_a_backlog_due_later_than_the_pace_says_so_as_status_does(
+    bench: str, db: Engine, db_url: str
+) -> None:
+    """rev32p (the seller): the dashboard said «около 20 с при нынешнем темпе» of a price that
+    waits 10 minutes for Wildberries' catalogue, while ``exchange status`` said «около 9 мин
+    57 с». Both say the last delayed delivery's due time when it is later than the pace
+    (``ops.backlog.waits_for_its_time``), on the card and on the channel's row."""
+    _delivering_worker(db, db_url, sent=20, claimed=0)
+    stage(db, [price_row("SKU-LATE", 1)])
+    intake.take(db, None, fast_settings(db_url).kinds, datetime.now(UTC))
+    with transaction(db) as c:
+        c.execute(
+            update(deliveries)
+            .where(deliveries.c.state == State.NEW.value)
+            .values(
+                state=State.DELAYED.value, next_try_at=datetime.now(UTC) + timedelta(minutes=10)
+            )
+        )
+    page = signed_in(bench, "olga").get("/").text
+    card = html.unescape(element(page, "backlog"))
+    assert "лишь тогда подойдёт срок отправки последнего" in card, card
+    assert "при нынешнем темпе" not in card, card
+    assert re.search(r"около (9|10) мин", card), card
 
 
 def test_nothing_to_deliver_has_no_estimate_of_zero(bench: str, db: Engine, db_url: str) -> None:
