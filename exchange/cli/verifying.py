@@ -18,6 +18,7 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, ngettext, pgettext
 from exchange.ops.attention import unserved, unserved_words
 from exchange.ops.verify import (
+    Newer,
     Verification,
     channel_target,
     choose,
@@ -28,7 +29,7 @@ from exchange.ops.verify import (
     verify,
 )
 from exchange.settings import Settings
-from exchange.words import error_words, money, on_marketplace
+from exchange.words import error_words, money, on_marketplace, state_said
 
 
 @app.command(
@@ -86,11 +87,17 @@ def verify_command(
                 # This channel's deliveries alone: another channel's (a dropped or renamed one's,
                 # or one delivering while this one is paused) say nothing of this shop. Without
                 # EXCHANGE_CHANNELS the one channel is the one registered, whatever its name.
-                delivered = latest_delivered(
-                    engine, named.name if settings.channels is not None else one_channel(engine)
-                )
+                ref = named.name if settings.channels is not None else one_channel(engine)
+                delivered = latest_delivered(engine, ref)
                 chosen, missing = choose(delivered, skus=skus or (), sample=sample)
-                return await verify(reader, chosen, channel=named.name, not_delivered=missing)
+                return await verify(
+                    reader,
+                    chosen,
+                    channel=named.name,
+                    not_delivered=missing,
+                    engine=engine,
+                    channel_ref=ref,
+                )
             finally:
                 await target.aclose()
 
@@ -173,6 +180,8 @@ def _print(verification: Verification, as_json: bool, *, marketplace: bool = Fal
         if marketplace
         else pgettext("verify column", "the shop holds", lang),
         "message_id",
+        # only where a differing price has one: what the difference may come from
+        *([pgettext("verify column", "1C's newer version", lang)] if verification.newer else []),
         box=None,
     )
     for held in differing:
@@ -191,6 +200,11 @@ def _print(verification: Verification, as_json: bool, *, marketplace: bool = Fal
             "" if held.sent is None else _price(held.sent, lang),
             shop,
             held.message_id,
+            *(
+                [_newer(verification.newer.get(held.message_id), lang)]
+                if verification.newer
+                else []
+            ),
         )
     out.print(table)
     said = ngettext(
@@ -204,6 +218,17 @@ def _print(verification: Verification, as_json: bool, *, marketplace: bool = Fal
         markup=False,
         highlight=False,
     )
+
+
+def _newer(newer: Newer | None, lang: Lang) -> str:
+    """A differing price's newer version from 1C, not delivered: what the difference may
+    come from («v2 1 100: ждёт площадку»; a price sent whose answer was lost, one in
+    quarantine the service replaced the old one for); empty where there is none."""
+    if newer is None:
+        return ""
+    state = state_said(newer.state, lang, awaiting=newer.awaiting)
+    price = "" if newer.price is None else " " + _price(Decimal(newer.price), lang)
+    return f"v{newer.version}{price}: {state}"
 
 
 def _price(price: Decimal, lang: Lang) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -25,6 +25,8 @@ from exchange.db.schema import channels, deliveries, history, messages
 from exchange.domain.clock import local_time
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
+from exchange.ops.find import price_of
+from exchange.ops.waits import awaiting
 from exchange.queue.deliveries import one_channel as deliveries_one_channel
 from exchange.settings import Channel
 from exchange.targets.base import HeldPrice, OutgoingMessage, ReadsPrices, Target
@@ -42,10 +44,26 @@ class Delivered:
 
 
 @dataclass(frozen=True, slots=True)
+class Newer:
+    """1C's newest version of a price above the one delivered, not delivered (yet) on the
+    channel: what a difference may come from (rev32p: verify said "delivered 1000, holds
+    1100" of a channel holding 1C's newer 1100 whose answer was lost, and "holds 0" of an old
+    price the service removed because 1C replaced it with one in quarantine)."""
+
+    message_id: str
+    version: int
+    state: str
+    awaiting: bool  # delayed, waiting for the channel rather than for a retry (ops.waits)
+    price: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Verification:
     channel: str
     held: list[HeldPrice]
     not_delivered: list[str]  # SKUs asked for (--sku) with no delivered price to compare
+    # the differing ones' newer versions from 1C (by the delivered message's id)
+    newer: dict[str, Newer] = field(default_factory=dict)
 
     @property
     def differing(self) -> list[HeldPrice]:
@@ -56,7 +74,7 @@ class Verification:
             "channel": self.channel,
             "checked": len(self.held),
             "agree": len(self.held) - len(self.differing),
-            "differ": [_held_json(h) for h in self.differing],
+            "differ": [_held_json(h, self.newer.get(h.message_id)) for h in self.differing],
             "not_delivered": self.not_delivered,
         }
 
@@ -186,10 +204,63 @@ def choose(
 
 
 async def verify(
-    target: ReadsPrices, chosen: Sequence[Delivered], *, channel: str, not_delivered: list[str]
+    target: ReadsPrices,
+    chosen: Sequence[Delivered],
+    *,
+    channel: str,
+    not_delivered: list[str],
+    engine: Engine | None = None,
+    channel_ref: str | int | None = None,
 ) -> Verification:
+    """Read the chosen prices back; with ``engine``, each differing one's newer version from
+    1C on the channel (``channel_ref``: its name or id, as ``latest_delivered`` takes it)."""
     held = await target.read_prices([d.message for d in chosen]) if chosen else []
-    return Verification(channel, held, not_delivered)
+    differing = [h.message_id for h in held if not h.agrees]
+    newer = newer_versions(engine, channel_ref, differing) if engine and differing else {}
+    return Verification(channel, held, not_delivered, newer)
+
+
+def newer_versions(
+    engine: Engine, channel: str | int | None, of: Sequence[str]
+) -> dict[str, Newer]:
+    """For each delivered message in ``of``, the newest version of its aggregate above it on
+    the same channel that is not delivered (in flight, waiting, withheld, in quarantine,
+    cancelled), if any: one statement."""
+    done, dm = deliveries.alias("done"), messages.alias("done_message")
+    d, m = deliveries, messages
+    query = (
+        select(
+            dm.c.message_id.label("of"),
+            m.c.message_id,
+            m.c.version,
+            m.c.kind,
+            m.c.payload,
+            d.c.state,
+            awaiting(d.c.message_pk, d.c.channel_id, d.c.state).label("awaiting"),
+        )
+        .select_from(
+            dm.join(done, done.c.message_pk == dm.c.id)
+            .join(
+                d,
+                and_(
+                    d.c.aggregate_id == done.c.aggregate_id,
+                    d.c.channel_id == done.c.channel_id,
+                    d.c.version > done.c.version,
+                    d.c.state != State.DELIVERED.value,
+                ),
+            )
+            .join(m, m.c.id == d.c.message_pk)
+        )
+        .where(dm.c.message_id.in_(list(of)))
+        .order_by(m.c.version)
+    )
+    found: dict[str, Newer] = {}
+    with transaction(engine, read_only=True) as connection:
+        query = query.where(on(done.c.channel_id, channel_ids(connection, channel)))
+        for r in connection.execute(query):  # by version: the newest stays
+            price = price_of(r.kind, r.payload)["price"]
+            found[r.of] = Newer(r.message_id, r.version, r.state, bool(r.awaiting), price)
+    return found
 
 
 def _sku(payload: str, aggregate: str) -> str:
@@ -200,7 +271,7 @@ def _sku(payload: str, aggregate: str) -> str:
     return str(value) if value is not None else aggregate.partition("/")[0]
 
 
-def _held_json(held: HeldPrice) -> dict[str, Any]:
+def _held_json(held: HeldPrice, newer: Newer | None) -> dict[str, Any]:
     return {
         "message_id": held.message_id,
         "sku": held.sku,
@@ -209,4 +280,12 @@ def _held_json(held: HeldPrice) -> dict[str, Any]:
         "shop": None if held.held is None else str(held.held),
         "found": held.found,
         "unreadable": held.unreadable,
+        "newer": None
+        if newer is None
+        else {
+            "message_id": newer.message_id,
+            "version": newer.version,
+            "state": newer.state,
+            "price": newer.price,
+        },
     }

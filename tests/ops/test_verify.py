@@ -347,3 +347,27 @@ def test_a_configured_channel_with_nothing_delivered_yet_has_nothing_to_compare(
     and is not refused as an unknown channel."""
     deliver(db_url, engine, shop)  # delivered on the one channel, registered as "api"
     assert [] == latest_delivered(engine, "newshop")
+
+
+def test_a_difference_names_1cs_newer_version_not_delivered_yet(
+    db_url: str, engine: Engine, shop: WooSimulator, tmp_path: Path
+) -> None:
+    """rev32p (Ozon): verify said "delivered 1000, the marketplace holds 1100" of a channel
+    holding 1C's newer 1100, sent with its answer lost, and "holds 0" of an old price the
+    service removed because 1C replaced it: nothing said where the difference came from. A
+    differing price names 1C's newest version above the delivered one that is not delivered
+    (its version, price and state), in the table and in --json; one with none says nothing."""
+    deliver(db_url, engine, shop)
+    stage(engine, [retail_row("SKU-2", 2, "22.00")])  # taken in, not delivered yet
+    take(engine, None, DEFAULT_KINDS, datetime.now(UTC))
+    shop.by_sku("SKU-2").regular_price = "22.00"  # as if its answer had been lost
+    shop.by_sku("SKU-1").regular_price = "12.00"  # changed by hand: no newer version
+    result = Cli(tmp_path)("verify", "--json", env=woo_env(db_url, shop))
+    assert 1 == result.returncode, result.stderr
+    differ = {d["sku"]: d for d in json.loads(result.stdout)["differ"]}
+    newer = differ["SKU-2"]["newer"]
+    assert (newer["version"], newer["price"], newer["state"]) == (2, "22.00", "new"), newer
+    assert differ["SKU-1"]["newer"] is None
+    table = Cli(tmp_path)("verify", env={**woo_env(db_url, shop), "EXCHANGE_LANG": "ru"})
+    assert "более новая версия из 1С" in table.stdout, table.stdout
+    assert "v2 22" in table.stdout, table.stdout
