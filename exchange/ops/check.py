@@ -563,6 +563,16 @@ _DETAILS = tuple(
         # Ozon's sample
         (r"(?P<n>\d+) of (?P<m>\d+) found", N_("{n} of {m} found")),
         (
+            r"the account's prices are in (?P<other>\S+), this channel's currency is "
+            r"(?P<ours>\S+): set currency = \"(?P<code>\S+)\" for it \(Ozon refuses a price in "
+            r"another currency than the account's\)",
+            N_(
+                "the account's prices are in {other}, this channel's currency is {ours}: set "
+                'currency = "{code}" for it (Ozon refuses a price in another currency than the '
+                "account's)"
+            ),
+        ),
+        (
             r"(?P<n>\d+) of (?P<m>\d+) not in the seller's account: (?P<skus>[^;]*)",
             N_("{n} of {m} not in the seller's account: {skus}"),
         ),
@@ -1388,6 +1398,24 @@ async def _ozon_sample(
         for sku, offer in offers.items()
         if offer not in held
     ]
+    # §1.1: currency_code must be the account's settlement currency; the sample's prices say
+    # which it is (rev32p: a BYN account with the channel's currency RUB quarantined every
+    # price while check passed)
+    other = sorted(
+        {
+            str(code)
+            for entry in held.values()
+            if (code := (entry.get("price") or {}).get("currency_code"))
+            and code != settings.currency
+        }
+    )
+    if other:
+        return fail(
+            what,
+            f"the account's prices are in {', '.join(other)}, this channel's currency is "
+            f'{settings.currency}: set currency = "{other[0]}" for it (Ozon refuses a price '
+            "in another currency than the account's)",
+        )
     if not missing and not without:
         return ok(what, f"{len(skus)} of {len(skus)} found")
     parts = []

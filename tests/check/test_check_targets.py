@@ -187,3 +187,35 @@ def test_ozon_a_sample_of_skus_resolves_to_offer_ids(
         assert sample[1] == "1 of 3 not in the seller's account: NOSUCH-3"
     else:
         assert sample[1] == "2 of 3 without an article: NOSUCH-3, SKU-2"
+
+
+def test_ozon_an_account_in_another_currency_fails_the_sample_line(
+    ozon: OzonSimulator, tmp_path: Path, sqlite_template: SqliteTemplate
+) -> None:
+    """rev32p (Ozon): an account settled in BYN with the channel's currency RUB had every
+    price quarantined while check passed. §1.1: currency_code must be the account's; the
+    sample's prices say which it is, and the line says what to set."""
+    url = sqlite_template.copy_to(tmp_path / "exchange.db")
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        connection.execute(
+            aggregates.insert().values(
+                kind="price", aggregate="SKU-1", sku="SKU-1", price_type="retail"
+            )
+        )
+    engine.dispose()
+    ozon.currency = "BYN"
+    ozon.hold(Catalogue(skus=["SKU-1"]))
+    settings = load_settings(
+        target="ozon",
+        ozon_api_url=ozon.url,
+        ozon_client_id="836741",
+        ozon_api_key="ozon-key",
+        database_url=url,
+    )
+    (_, _, sample, _) = [(r.status, r.detail) for r in check_target(settings)]
+    assert sample[0] is Status.FAIL, sample
+    assert sample[1] == (
+        "the account's prices are in BYN, this channel's currency is RUB: set currency = "
+        '"BYN" for it (Ozon refuses a price in another currency than the account\'s)'
+    )
