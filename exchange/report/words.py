@@ -241,9 +241,14 @@ _REJECTED_BY_SITE = N_(
 # The advice where the site's words would be wrong on a marketplace's channel (contract 14):
 # there is no site team, and a marketplace may have taken the price it did not confirm.
 _MARKETPLACE_CHECK: dict[str, str] = {
+    # Every try failed for a temporary cause: the marketplace refused it by name (a
+    # Wildberries sale lock: it took nothing) or did not answer (it may have taken it); the
+    # last error says which (rev32p: «могла всё же принять» of a price WB refused by name).
     "retry-limit": N_(
-        "The marketplace kept failing for this message, and may have taken the price all the "
-        "same: check the price in the marketplace's cabinet, then {retry} or {cancel}."
+        "Every try failed for a temporary cause, the one in the last error: where the "
+        "marketplace refused the price by name (a sale lock, say), it took nothing; where it did "
+        "not answer, it may have taken the price. Check the price in the marketplace's cabinet, "
+        "then {retry} or {cancel}."
     ),
     "unknown-response": N_(
         "The marketplace answered something the service does not understand, and may have taken "

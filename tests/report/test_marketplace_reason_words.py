@@ -301,3 +301,13 @@ def test_the_notice_of_a_reason_over_several_marketplaces_gives_each_kinds_advic
     lines = text.splitlines()
     assert any(line.startswith("  Что сделать: Ozon: ") for line in lines), text
     assert any(line.startswith("    Яндекс Маркет: ") for line in lines), text
+
+
+def test_a_retry_limit_on_a_marketplace_never_says_it_may_have_taken_a_price_it_refused() -> None:
+    """rev32p (Wildberries): a sale lock that outlasted every try (WB refused the price by
+    name: "Item was added to the Sale due to high inventory") was advised «Площадка раз за
+    разом не подтверждала… могла всё же принять цену». The advice says both cases: a refusal
+    by name took nothing, an answer that never came may have taken the price."""
+    said = next_check("retry-limit", "ru", target="wildberries")
+    assert "не подтверждала" not in said, said
+    assert "ничего не приняла" in said and "могла всё же принять" in said, said
