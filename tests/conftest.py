@@ -25,6 +25,7 @@ from exchange.dev.dbkit import PgKit, SqliteTemplate, pg_admin_url
 from exchange.dev.testing import load_scale
 from exchange.domain.clock import FakeClock
 from exchange.ops import operators
+from exchange.worker import common as worker_common
 
 PG_ADMIN_URL = pg_admin_url()
 # Which tests share an xdist worker (the `timing` tests, a module-scoped fixture's module):
@@ -146,6 +147,17 @@ def _quick_password_hashes() -> Iterator[None]:
         operators._dummy.cache_clear()  # an unknown name is checked against a quick hash too
         yield
         operators._dummy.cache_clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_start_wait() -> Iterator[None]:
+    """A marketplace loop of a worker in this process counts the others at once, without
+    waiting ``START_WAIT`` for a second worker that never comes: a test's workers start one at
+    a time. The wait is proven by tests/integration/test_marketplace_workers_start_together.py
+    (real processes, the real wait) and tests/targets/test_account_shares.py (set back)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(worker_common, "START_WAIT", 0.0)
+        yield
 
 
 # -- selection, parallel runs, Hypothesis ------------------------------------------------------

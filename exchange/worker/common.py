@@ -25,6 +25,9 @@ from exchange.queue import lease
 from exchange.settings import Settings
 
 SHARE_EVERY = 1.0  # seconds: in a long cycle, the worker reports and counts the others this often
+# Seconds a marketplace loop waits between writing its row and its first count, before its first
+# request (``DeliveryLoop.share_site_at_start``): two workers started within it count each other.
+START_WAIT = SHARE_EVERY
 # Contract 15: a running worker reports at least this often (``runner.reporting``), whatever its
 # cycle waits for, so that one quiet for 30 s is shown silent and never one between reports.
 REPORT_EVERY_S = 10.0

@@ -71,6 +71,7 @@ from exchange.settings.marketplaces import MARKETPLACE_TARGETS
 from exchange.targets.base import OutgoingMessage, PacedTarget, SharesAccount, Target
 from exchange.targets.wire import STATUSES
 from exchange.words import channel_subject, channels_named
+from exchange.worker import common
 from exchange.worker.common import CycleReport, Metrics, recent_seconds
 
 log = logging.getLogger("exchange.worker")  # the name operators filter on (docs/monitoring.md)
@@ -198,6 +199,7 @@ class DeliveryLoop:
         if isinstance(target, PacedTarget):
             target.pace_with(_SitePacer(self))
         self._rechecked_at = -math.inf  # when the channel was last asked about withheld prices
+        self._counted_at_start = False  # ``share_site_at_start`` ran
 
     @property
     def _busy_subject(self) -> str:
@@ -634,6 +636,30 @@ class DeliveryLoop:
         )
         if live:
             log.info("%d withheld price(s) went live on the channel: delivered", live)
+
+    async def share_site_at_start(self) -> None:
+        """``share_site`` before the loop's first request (each drain's start calls this).
+
+        A marketplace's limits are the seller account's (``SharesAccount``), and a worker
+        learns of the others only from their rows: two started at the same moment would each
+        count itself alone until its next count and spend the whole account meanwhile (a 429
+        from Wildberries, a 420 from Yandex Market for its 4 requests at once). So the first
+        time, such a loop writes its row, waits ``START_WAIT`` on the worker's clock and only
+        then counts: of two workers whose rows were written within ``START_WAIT`` of each
+        other, each counts the other before its first request. Other targets (a shop: its
+        pace learns its limits) count at once, as always."""
+        wait = common.START_WAIT
+        if not self._counted_at_start and isinstance(self.target, SharesAccount) and wait > 0:
+            values = self.reports.values()
+            await asyncio.to_thread(self.reports.write, values)
+            waited = asyncio.Event()
+            timer = self.monotonic.call_later(wait, waited.set)
+            try:
+                await waited.wait()
+            finally:
+                timer.cancel()
+        self._counted_at_start = True  # (a failed write or wait: the next drain again)
+        self.share_site(self.clock.now())
 
     def share_site(self, now: datetime) -> None:
         """Tell the pace who shares the site, at the start of each cycle and every

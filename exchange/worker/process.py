@@ -201,13 +201,14 @@ class Worker:
         return report
 
     async def _drain(self, loop: DeliveryLoop, report: CycleReport) -> None:
-        """One loop's part of a cycle: its withheld prices asked about, its share of the site
-        counted, then its drain."""
+        """One loop's part of a cycle: its share of the site counted (before the loop's
+        first request, ``share_site_at_start``), its withheld prices asked about, then its
+        drain."""
         # contract 13: every line the loop writes names its channel (none without
         # EXCHANGE_CHANNELS: the one channel's lines read as before)
         with logs.bound(channel=loop.channel):
+            await loop.share_site_at_start()
             await loop.recheck_withheld()
-            loop.share_site(self.clock.now())
             await loop.drain(report, _Beside(self, loop))
 
     async def _drain_apart(self, loop: DeliveryLoop) -> CycleReport | None:

@@ -343,3 +343,116 @@ def test_the_loop_shares_each_marketplaces_account_among_the_live_workers(
     assert wb.budget.rate == pytest.approx(10 / 6 / live * SAFETY)
     assert (ym.budget.per_minute, ym.parallel.limit) == (10_000 // live, 4 // live)
     assert ozon.rate.per_second == 50.0 / live
+
+
+# -- two workers started together count each other before their first request ------------------
+
+
+class Rows:
+    """The ``workers`` rows two workers' loops write and count (``Reporter.live_workers``), and
+    when (on ``now``)."""
+
+    def __init__(self, now: Any) -> None:
+        self.now = now
+        self.written: dict[str, float] = {}
+        self.counted: list[tuple[str, float, int]] = []
+
+
+class RowReports(Reports):
+    def __init__(self, rows: Rows, worker: str) -> None:
+        super().__init__(1)
+        self.rows, self.worker = rows, worker
+
+    def live_workers(self, now: datetime) -> int:
+        live = 1 + sum(1 for w in self.rows.written if w != self.worker)
+        self.rows.counted.append((self.worker, self.rows.now(), live))
+        return live
+
+    def values(self) -> dict[str, Any]:
+        return {"worker_id": self.worker}
+
+    def write(self, values: dict[str, Any]) -> None:
+        self.rows.written[values["worker_id"]] = self.rows.now()
+
+
+@pytest.fixture
+def loop_of(tmp_path: Path, sqlite_template: SqliteTemplate) -> Iterator[Any]:
+    """``loop_of(target, reports, clock, monotonic)``: a channel's delivery loop."""
+    from exchange import app as bootstrap
+
+    url = sqlite_template.copy_to(tmp_path / "exchange.db")
+    engine = make_engine(url)
+    settings = fast_settings(url, "https://site.test")
+    channel_id = bootstrap.registered_ids(engine, bootstrap.chosen_channels(settings, None))[0]
+
+    def loop(target: Any, reports: Reports, clock: Any, monotonic: Any) -> DeliveryLoop:
+        return DeliveryLoop(
+            settings,
+            engine,
+            target,
+            clock,
+            monotonic,
+            reports=reports,
+            metrics=Metrics(),
+            channel_id=channel_id,
+        )
+
+    yield loop
+    engine.dispose()
+
+
+def test_two_workers_started_together_count_each_other_before_their_first_request(
+    loop_of: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Promise (contract 14): two workers of a marketplace channel started at the same moment
+    each keep their share of the account from their first request. Each loop writes its row,
+    waits ``START_WAIT``, then counts: both count two, their targets keep half the account
+    (counting at once, as before, each counted itself alone and spent the whole of it)."""
+    from exchange.domain.clock import SYSTEM_MONOTONIC, SystemClock
+    from exchange.worker import common
+
+    monkeypatch.setattr(common, "START_WAIT", 0.2)
+    rows = Rows(SYSTEM_MONOTONIC.now)
+    targets = [WildberriesTarget("http://127.0.0.1:9", lambda: "t", MemoryWbStore()) for _ in "ab"]
+    loops = [
+        loop_of(t, RowReports(rows, f"w{n}"), SystemClock(), SYSTEM_MONOTONIC)
+        for n, t in enumerate(targets)
+    ]
+
+    async def scenario() -> None:
+        await asyncio.gather(*(one.share_site_at_start() for one in loops))
+
+    asyncio.run(scenario())
+
+    assert [("w0", 2), ("w1", 2)] == sorted((w, live) for w, _, live in rows.counted)
+    assert all(at - rows.written[w] >= 0.2 for w, at, _ in rows.counted), rows.__dict__
+    assert [2, 2] == [t.budget.workers for t in targets]
+
+
+def test_the_start_wait_is_on_the_workers_clock_once_and_for_a_marketplace_only(
+    loop_of: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait is the worker's clock's (a fake one passes it at once); the loop's next drain
+    counts at once; a shop's loop (no account it shares) never waits."""
+    from exchange.worker import common
+
+    monkeypatch.setattr(common, "START_WAIT", 1.0)
+    clock = FakeClock()
+    monotonic = FakeMonotonic(clock)
+    rows = Rows(monotonic.now)
+    wb = WildberriesTarget("http://127.0.0.1:9", lambda: "t", MemoryWbStore())
+    market = loop_of(wb, RowReports(rows, "w0"), clock, monotonic)
+    shop = loop_of(object(), RowReports(rows, "shop"), clock, monotonic)
+    start = monotonic.now()
+
+    async def scenario() -> None:
+        await market.share_site_at_start()
+        await market.share_site_at_start()  # its next drain
+        await shop.share_site_at_start()
+
+    asyncio.run(scenario())
+
+    assert {"w0": start} == rows.written
+    assert [("w0", start + 1.0, 1), ("w0", start + 1.0, 1), ("shop", start + 1.0, 2)] == (
+        rows.counted
+    )

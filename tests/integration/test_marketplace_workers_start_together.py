@@ -1,0 +1,143 @@
+"""``exchange run`` workers of one marketplace channel, started at the same moment on one
+PostgreSQL database, keep within the seller account's limits from their first request
+(contract 14; research §2.3: Wildberries' 10 requests / 6 s, a burst of 5, per seller account;
+§3.3: Yandex Market's 4 requests at once and its offers a minute, per business): the
+marketplace refuses none of their requests.
+
+A worker learns of the others from their rows in ``workers``; two started together used to
+each count itself alone until its next count and spend the whole account for a while (review
+32: a 429 at the start, a 420). Now a marketplace loop writes its row, waits
+``START_WAIT`` and counts before its first request (``DeliveryLoop.counted_at_start``): any two
+started within it count each other."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from marketsims import secret, wb_sim, ym_sim
+from sqlalchemy import Engine, select
+
+from exchange.db.engine import make_engine, transaction
+from exchange.db.schema import channels, deliveries
+from exchange.dev.testing import price_row, stage
+from exchange.dev.ymsim import ApiError, YmFaults, _YmHandler, channel_settings
+
+# Workers race in wall-clock time: never beside another timing test.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timing,
+    pytest.mark.subprocess,
+    pytest.mark.timeout(180),
+]
+
+GOODS = 12
+OFFERS = 4_000
+
+
+def _start_together(
+    db_url: str, channel: dict[str, Any], tmp_path: Path, *, workers: int, batch_size: int
+) -> list[str]:
+    """``workers`` ``exchange run --until-idle`` processes of channel ``mp``, started at once;
+    their output once all ended (exit 0 asserted)."""
+    procs = []
+    for name in (f"w{n}" for n in range(workers)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+        env.update(
+            {
+                "EXCHANGE_DATABASE_URL": db_url,
+                "EXCHANGE_CHANNELS": json.dumps({"mp": channel}),
+                "EXCHANGE_WORKER_ID": name,
+                "EXCHANGE_POLL_INTERVAL": "0.05",
+                "EXCHANGE_BATCH_SIZE": str(batch_size),
+                "EXCHANGE_LOG_LEVEL": "WARNING",
+            }
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "exchange", "run", "--until-idle", "--max-seconds", "90"],
+                env=env,
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    outputs = [p.communicate(timeout=150)[0] for p in procs]
+    assert [0] * workers == [p.returncode for p in procs], outputs
+    return outputs
+
+
+def _states(engine: Engine) -> set[str]:
+    with transaction(engine, read_only=True) as connection:
+        return set(
+            connection.execute(
+                select(deliveries.c.state)
+                .join(channels, channels.c.id == deliveries.c.channel_id)
+                .where(channels.c.name == "mp")
+            ).scalars()
+        )
+
+
+def _counting(refusals: list[int], answer: Callable[..., Any]) -> Callable[..., Any]:
+    lock = threading.Lock()
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            refusals.append(1)
+        return answer(*args, **kwargs)
+
+    return counted
+
+
+def test_two_wildberries_workers_started_together_draw_no_429(pg_url: str, tmp_path: Path) -> None:
+    """WB's bucket at its real figures (§2.3), one per seller account: two workers that each
+    spend it whole at the start (one token, then the account's rate) pass it unless each
+    counts the other soon enough."""
+    engine = make_engine(pg_url)
+    refusals: list[int] = []
+    with wb_sim(((f"SKU-{n:02d}", 1000) for n in range(GOODS)), processing_delay=0.2) as sim:
+        sim._too_many = _counting(refusals, sim._too_many)  # type: ignore[method-assign]
+        stage(engine, [price_row(f"SKU-{n:02d}", 1, f"{900 + n}.00") for n in range(GOODS)])
+        channel = {
+            "target": "wildberries",
+            "wb_api_url": sim.url,
+            "wb_token_file": secret(tmp_path, "wb-token", sim.token()),
+        }
+        outputs = _start_together(pg_url, channel, tmp_path, workers=2, batch_size=2)
+        assert {"delivered"} == _states(engine), outputs
+        assert [] == refusals, f"WB refused {len(refusals)} request(s) with 429: {outputs}"
+    engine.dispose()
+
+
+def test_two_yandex_market_workers_started_together_draw_no_420(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Yandex Market's 4 requests at once per business (§3.3), each request held in flight a
+    while: two workers that each sent 4 at once at the start met a 420."""
+    engine = make_engine(pg_url)
+    refused: list[int] = []
+    fail = _YmHandler.fail
+
+    def counted(handler: _YmHandler, error: ApiError, headers: dict[str, str]) -> None:
+        if error.status == 420:
+            refused.append(1)
+        fail(handler, error, headers)
+
+    monkeypatch.setattr(_YmHandler, "fail", counted)
+    with ym_sim() as sim:
+        sim.faults = YmFaults(hold=0.2)
+        # Requests of 500 offers (§3.3): batches of 2,000 make four at once a worker.
+        stage(engine, [price_row(f"SKU-{n:04d}", 1, f"{900 + n}.00") for n in range(OFFERS)])
+        channel = channel_settings(sim, secret(tmp_path, "ym-key", "ym-key-1234"))
+        outputs = _start_together(pg_url, channel, tmp_path, workers=2, batch_size=2000)
+        assert {"delivered"} == _states(engine), outputs
+        assert [] == refused, f"Yandex Market refused {len(refused)} request(s): {outputs}"
+    engine.dispose()
