@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from marketsims import secret, wb_sim, ym_sim
+from marketsims import secret, ym_sim
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import make_engine, transaction
@@ -95,26 +95,6 @@ def _counting(refusals: list[int], answer: Callable[..., Any]) -> Callable[..., 
         return answer(*args, **kwargs)
 
     return counted
-
-
-def test_two_wildberries_workers_started_together_draw_no_429(pg_url: str, tmp_path: Path) -> None:
-    """WB's bucket at its real figures (§2.3), one per seller account: two workers that each
-    spend it whole at the start (one token, then the account's rate) pass it unless each
-    counts the other soon enough."""
-    engine = make_engine(pg_url)
-    refusals: list[int] = []
-    with wb_sim(((f"SKU-{n:02d}", 1000) for n in range(GOODS)), processing_delay=0.2) as sim:
-        sim._too_many = _counting(refusals, sim._too_many)  # type: ignore[method-assign]
-        stage(engine, [price_row(f"SKU-{n:02d}", 1, f"{900 + n}.00") for n in range(GOODS)])
-        channel = {
-            "target": "wildberries",
-            "wb_api_url": sim.url,
-            "wb_token_file": secret(tmp_path, "wb-token", sim.token()),
-        }
-        outputs = _start_together(pg_url, channel, tmp_path, workers=2, batch_size=2)
-        assert {"delivered"} == _states(engine), outputs
-        assert [] == refusals, f"WB refused {len(refusals)} request(s) with 429: {outputs}"
-    engine.dispose()
 
 
 def test_two_yandex_market_workers_started_together_draw_no_420(
