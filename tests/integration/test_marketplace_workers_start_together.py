@@ -38,7 +38,6 @@ pytestmark = [
     pytest.mark.timeout(180),
 ]
 
-GOODS = 12
 OFFERS = 4_000
 
 
