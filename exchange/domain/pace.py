@@ -529,10 +529,11 @@ class Pace:
         """The site refused within the last minute or holds everything now."""
         return now < self.hold_until or bool(self.refused_last_minute(now))
 
-    def report(self, now: float, in_flight: int) -> str | None:
+    def report(self, now: float, in_flight: int, subject: str = "site") -> str | None:
         """One line when the pace changed markedly since the last one (and at most every
         REPORT_EVERY seconds): ``site busy: 40 requests/s, 3 in flight, 12 refused in the last
-        minute``, or ``site keeps up again: ...`` when the site refused nothing for a minute."""
+        minute``, or ``site keeps up again: ...`` when the site refused nothing for a minute.
+        ``subject``: who is busy (a marketplace's channel: "Wildberries", never "site")."""
         if now - self._reported_at < REPORT_EVERY:
             return None
         rate = self.effective_rate() if self.busy(now) else None
@@ -548,10 +549,10 @@ class Pace:
             f"(limit {self.limit}), {refused} refused in the last minute"
         )
         if rate is None:
-            return f"site keeps up again: {figures}"
+            return f"{subject} keeps up again: {figures}"
         hold = max(0.0, self.hold_until - now)
         held = f", all requests held {hold:.1f} s" if hold > 0 else ""
-        return f"site busy: {figures}, paced at {rate:.0f} requests/s{held}"
+        return f"{subject} busy: {figures}, paced at {rate:.0f} requests/s{held}"
 
     # -- counters ---------------------------------------------------------------------------------
 

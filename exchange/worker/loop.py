@@ -604,7 +604,7 @@ class DeliveryLoop:
 
     def _tell_pace(self) -> None:
         now = self.monotonic.now()
-        line = self.pace.report(now, self.gate.in_flight)
+        line = self.pace.report(now, self.gate.in_flight, self._busy_subject)
         if line is not None:
             log.warning("%s", line)
         self.metrics.pace(self.pace_figures(now))

@@ -593,6 +593,18 @@ def test_one_line_when_the_pace_changes_markedly_and_one_when_the_site_keeps_up_
     assert quiet is not None and quiet.startswith("site keeps up again: ")
 
 
+def test_the_line_names_who_is_busy_never_a_site_on_a_marketplace() -> None:
+    """rev32p (Wildberries): a WB channel's log said "site busy: … refused"; the loop names
+    its channel's subject (``DeliveryLoop._busy_subject``), as its history does."""
+    p = pace()
+    end = steady(p, 0.0, 2.0, 100)
+    p.refused(end, end, Cause.RATE_LIMITED, None)
+    first = p.report(end, 3, "Wildberries")
+    quiet = p.report(end + 61, 0, "Wildberries")
+    assert first is not None and first.startswith("Wildberries busy: "), first
+    assert quiet is not None and quiet.startswith("Wildberries keeps up again: "), quiet
+
+
 # -- properties ----------------------------------------------------------------------------------
 
 events = st.lists(
