@@ -581,6 +581,14 @@ _DETAILS = tuple(
             N_("{n} of {m} without an article: {skus}"),
         ),
         (
+            r"a Test token works on WB's sandbox only \(https://(?P<host>\S+)\), not at "
+            r"(?P<url>\S+): make a Personal or Service token",
+            N_(
+                "a Test token works on WB's sandbox only (https://{host}), not at {url}: make a "
+                "Personal or Service token"
+            ),
+        ),
+        (
             r"the token is not a JWT whose claims can be read: Wildberries judges it",
             N_("the token is not a JWT whose claims can be read: Wildberries judges it"),
         ),
@@ -824,7 +832,7 @@ async def _check_wildberries(
             skip(accepted_what, "no token"),
             skip(sample_what, "no token"),
         ]
-    results = [_wb_rights(token)]
+    results = [_wb_rights(token, settings.wb_api_url)]
     said = wb_token.claims(token)
     base = said is not None and said.kind == "Base"
     target = WildberriesTarget(
@@ -903,7 +911,11 @@ def _ym_rights(settings: Settings) -> CheckResult:
     return skip(YM_RIGHTS, YM_RIGHTS_UNKNOWN)
 
 
-def _wb_rights(token: str) -> CheckResult:
+# research §2.7: a Test token (acc 2) works on this host alone
+WB_SANDBOX_HOST = "discounts-prices-api-sandbox.wildberries.ru"
+
+
+def _wb_rights(token: str, url: str) -> CheckResult:
     what = "Wildberries token's rights (its claims)"
     said = wb_token.claims(token)
     if said is None:
@@ -925,6 +937,13 @@ def _wb_rights(token: str) -> CheckResult:
             what,
             "a Base token: 4 requests an hour for the whole Prices category, too few for prices; "
             "make a Personal or Service token",
+        )
+    if said.kind == "Test" and httpx.URL(url).host != WB_SANDBOX_HOST:
+        # rev32p: OK here, then the next line failed: WB refuses a Test token elsewhere
+        return fail(
+            what,
+            f"a Test token works on WB's sandbox only (https://{WB_SANDBOX_HOST}), not at "
+            f"{safe_http_url(url)}: make a Personal or Service token",
         )
     if said.kind == "Test":
         return ok(

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from exchange.dev.testing import price_row, stage
-from exchange.dev.wbsim import ACC_BASE, WbSimulator
+from exchange.dev.wbsim import ACC_BASE, ACC_TEST, WbSimulator
 from exchange.intake.staging_table import take
 from exchange.ops.check import Status, check_target
 from exchange.settings import load_settings
@@ -94,3 +94,12 @@ def test_a_sample_of_the_services_skus_resolves_to_nmids(
 
     assert Status.FAIL == sample
     assert "of 2 of the service's SKUs, 1 found, not found: GONE-9" in found
+
+
+def test_a_test_token_fails_its_rights_anywhere_but_wbs_sandbox(wb: WbSimulator) -> None:
+    """rev32p: a Test token (acc 2, research §2.7: the sandbox only) aimed at another host
+    read OK on its rights line, and the next line failed; the rights line says it now."""
+    (rights, said), *_ = wb_check(wb, wb.token(acc=ACC_TEST))
+    assert rights is Status.FAIL, said
+    assert "sandbox only (https://discounts-prices-api-sandbox.wildberries.ru)" in said, said
+    assert "Personal or Service token" in said
