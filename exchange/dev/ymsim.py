@@ -23,8 +23,9 @@ What it does, in the order a request meets it:
 4. the body: over 512 KB is 400 "The request is too big" (§3.1); not JSON is 400.
 5. the per-minute resource of the method, counted in offers (§3.3: one a method, the
    updates', the read-back's, the quarantine list's and the confirm's): the request costs its
-   number of offers (``offers`` or ``offerIds``, 1 without them); when that is more than what is left of the window: 420 "Hit rate limit of
-   'N' requests per '1 minute' for resource 'R' for businessId B" and nothing charged. Every
+   number of offers (``offers`` or ``offerIds``, 1 without them); when that is more than
+   what is left of the window: 420 "Hit rate limit of 'N' requests per '1 minute' for
+   resource 'R' for businessId B" and nothing charged. Every
    answer past auth carries ``X-RateLimit-Resource-Limit``, ``-Remaining`` and ``-Until`` (an
    RFC 822 date, whole seconds, the end of the window); no ``Retry-After``.
 6. validation (§3.1, §3.4): 400 with ``errors[]`` naming each bad offer (by ``offerId`` or by
