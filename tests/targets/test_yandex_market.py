@@ -2044,3 +2044,45 @@ def test_updates_read_backs_quarantine_lists_and_confirms_share_ym_parallel(
     assert 2 == ym.most_in_flight
     assert 2 == t.parallel.limit, "never lowered: Yandex never refused one at once too many"
     assert ym.requests["price-quarantine"] and ym.requests["offer-prices"]
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"offers_per_minute": 90, "quarantine_offers_per_minute": 30}],
+    indirect=True,
+    ids=["quarantine-lists-at-30-a-minute"],
+)
+def test_a_quarantine_list_below_the_offers_read_is_cut_and_every_delivery_ends(
+    ym: YmSimulator,
+) -> None:
+    """§3.3: the quarantine list has its resource too (the cabinet's: 30 offers a minute, the
+    service told 600 000). The 90 updates land; the list's 420 names the limit, the lists are
+    cut to it, the parts listed count and the rest is listed again later: every delivery ends
+    delivered within a bounded number of minutes (the old code listed the 90 in one request,
+    sent again at once and refused every time: every delivery left waiting for good)."""
+    clock = Clock()
+    messages = [price(f"SKU-{n:02d}", 1, "10") for n in range(90)]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[int, dict[str, Classification]]:
+        done: dict[str, Classification] = {}
+        for round_ in range(1, 16):
+            left = [m for m in messages if m.message_id not in done]
+            if not left:
+                return round_ - 1, done
+            found = await asyncio.wait_for(t.send(left), 30)
+            for m, c in zip(left, found, strict=True):
+                if c.verdict is not Verdict.AWAITING:
+                    done[m.message_id] = c
+            clock.now += 125  # past any hold (at most LONGEST_HOLD) and a window of ours
+            ym.clock.advance(61)
+        return 16, done
+
+    rounds, done = run(
+        lambda: target(ym, offers_per_minute=600_000, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert 90 == len(done), f"{len(done)} of 90 ended in {rounds} rounds"
+    assert {Verdict.DELIVERED} == {c.verdict for c in done.values()}, {
+        c.detail for c in done.values()
+    }
+    assert rounds <= 10, rounds

@@ -328,6 +328,10 @@ class _Whole(Exception):
         # what they read (``_read_back``).
         self.asked: set[str] = set()
         self.read: dict[str, _Read] = {}
+        # A quarantine list cut in parts: the offers the parts before asked for, and those
+        # of them Yandex lists (``_quarantined``).
+        self.listed_asked: set[str] = set()
+        self.listed: dict[str, _Listed] = {}
         self.held = False  # our budget held the request: it never left (``_call``)
         # Yandex's pace: a 420 still refused after the waits, or our budget held the request
         # (``_call``): no word on the offers, never a sign an update was not applied.
@@ -1319,12 +1323,16 @@ class YandexMarketTarget:
         }
         late = {m.message_id for m, a in pending if now - a.accepted_at >= self.apply_timeout}
         ask = sorted({a.offer for m, a in pending if m.message_id in as_sent | late})
-        listed: dict[str, _Listed] | None = {}
+        listed: dict[str, _Listed] = {}
+        unlisted: set[str] = set()  # offers the quarantine list could not be read for
         cannot = ""
         try:
             listed = await self._quarantined(ask) if ask else {}
         except _Whole as whole:
-            listed = None
+            # The parts listed before count (a list's budget below the offers asked: the
+            # rest held), as the read-back's do; the others are read again later.
+            listed = whole.listed
+            unlisted = set(ask) - whole.listed_asked
             cannot = whole.classification.detail
         for m, a in pending:
             seen = shown.get(a.offer)
@@ -1356,7 +1364,7 @@ class YandexMarketTarget:
                 )
                 continue
             if m.message_id in as_sent or m.message_id in late:
-                if listed is None:
+                if a.offer in unlisted:
                     a.reads += 1
                     out[m.message_id] = _accepted(
                         f"the quarantine list could not be read ({cannot}); read again",
@@ -1526,6 +1534,10 @@ class YandexMarketTarget:
                         break
             except _TooBig:  # per_read is below len(part) now (``_lower``): read again, cut
                 continue
+            except _Whole as whole:  # the parts listed so far count (the rest read again later)
+                whole.listed_asked = set(offers[:start])
+                whole.listed = {o: e for o, e in out.items() if o in whole.listed_asked}
+                raise
             start += len(part)
         return out
 
