@@ -53,7 +53,8 @@ list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`
 ``exchange verify``. Every request, whichever the method, goes through ``_call``: within the
 one ``ym_parallel`` (``Parallel``) and its method's own budget (§3.3: a resource a method), a
 420 waited out or the parallelism lowered there; a read refused by Yandex's pace decides
-nothing and is read again later. The key (``Api-Key`` header, §3.2) is never logged nor put in a detail.
+nothing and is read again later. The key (``Api-Key`` header, §3.2) is never logged nor put
+in a detail.
 """
 
 from __future__ import annotations
