@@ -2086,3 +2086,37 @@ def test_a_quarantine_list_below_the_offers_read_is_cut_and_every_delivery_ends(
         c.detail for c in done.values()
     }
     assert rounds <= 10, rounds
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"clock": SimClock(1), "quarantine_offers_per_minute": 1}],
+    indirect=True,
+    ids=["list-spent"],
+)
+def test_the_withheld_recheck_waits_for_a_quarantine_lists_420_no_longer_than_a_send(
+    ym: YmSimulator,
+) -> None:
+    """The worker's withheld recheck runs between its sends: another program spent the
+    quarantine list's minute (a real one here: its 420's Until up to a minute away), and the
+    recheck waits LONGEST_WAIT at most (as a send does), then says UNKNOWN (looked at again
+    at the next recheck), never holding the worker for the minute."""
+    clock = Clock()
+    sharp = price("SKU-1", 2, "100")
+
+    async def scenario(t: YandexMarketTarget) -> list[Shown]:
+        if ym.clock.wall_now() % 60 > 50:  # a minute whose end is not seconds away
+            await asyncio.sleep(61 - ym.clock.wall_now() % 60)
+        async with httpx.AsyncClient() as other:
+            spent = await other.post(
+                f"{ym.url}/v2/businesses/{BUSINESS}/price-quarantine",
+                json={"offerIds": ["SKU-OTHER"]},
+                headers={"Api-Key": KEY},
+            )
+        assert 200 == spent.status_code
+        return await t.withheld_shown([sharp])
+
+    shown = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert [Shown.UNKNOWN] == shown
+    assert sum(clock.slept) <= LONGEST_WAIT, clock.slept
+    assert 2 == ym.requests["price-quarantine"], "another's, then one 420: held, not sent"

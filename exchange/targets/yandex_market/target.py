@@ -711,8 +711,12 @@ class YandexMarketTarget:
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """LIVE when the read-back shows the message's price and Yandex no longer lists the
         offer in its quarantine; WITHHELD while it lists the price the delivery carried;
-        UNKNOWN otherwise (another price of the offer listed: a later update's, say)."""
+        UNKNOWN otherwise (another price of the offer listed: a later update's, say). The
+        worker's recheck asks it between its sends: a read waits for its budget (a 420's
+        Until) ``LONGEST_WAIT`` at most, as a send's do; held longer, all is UNKNOWN (looked
+        at again at the next recheck), never a worker held for minutes."""
         read = [(m, self._read(m)) for m in messages]
+        patience = _PATIENCE.set(LONGEST_WAIT)
         try:
             offers = await self._offers(p for _, p in read)
             wanted = sorted(set(offers.values()))
@@ -720,6 +724,8 @@ class YandexMarketTarget:
             listed = await self._quarantined(wanted)
         except _Whole:
             return [Shown.UNKNOWN for _ in messages]
+        finally:
+            _PATIENCE.reset(patience)
         out: list[Shown] = []
         for m, p in read:
             offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
