@@ -2120,3 +2120,36 @@ def test_the_withheld_recheck_waits_for_a_quarantine_lists_420_no_longer_than_a_
     assert [Shown.UNKNOWN] == shown
     assert sum(clock.slept) <= LONGEST_WAIT, clock.slept
     assert 2 == ym.requests["price-quarantine"], "another's, then one 420: held, not sent"
+
+
+@pytest.mark.parametrize("ym", [{"read_offers_per_minute": 1}], indirect=True, ids=["read-spent"])
+def test_a_read_back_refused_by_yandexs_pace_after_the_apply_timeout_is_read_again_never_resent(
+    ym: YmSimulator,
+) -> None:
+    """A read refused with 420 (§3.3: Yandex's pace, here still refused after the waits: the
+    simulator's minute never ends) says nothing of the update: past ``ym_apply_timeout`` too
+    it is read again, never taken as not applied (the old code marked it ``ym-not-applied``
+    and sent the price again, uncharged but twice, once the read went through)."""
+    clock = Clock()
+    message = price("SKU-1", 1, "100")
+
+    async def scenario(t: YandexMarketTarget) -> tuple[Classification, Classification]:
+        (took,) = await t.send([message])
+        async with httpx.AsyncClient() as other:  # another program spends the read's minute
+            spent = await other.post(
+                f"{ym.url}/v2/businesses/{BUSINESS}/offer-prices",
+                json={"offerIds": ["SKU-OTHER"]},
+                headers={"Api-Key": KEY},
+            )
+        assert 200 == spent.status_code
+        clock.now += t.apply_timeout + 1
+        (refused,) = await t.send([replace(message, receipt=took.receipt)])
+        ym.clock.advance(61)
+        clock.now += 125
+        (again,) = await t.send([replace(message, receipt=refused.receipt or took.receipt)])
+        return refused, again
+
+    refused, again = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert Verdict.AWAITING == refused.verdict and refused.receipt != "ym-not-applied", refused
+    assert Verdict.DELIVERED == again.verdict, again
+    assert 1 == ym.requests["offer-prices/updates"], "read back, never sent again"
