@@ -17,12 +17,15 @@ What it does, in the order a request meets it:
    to access the API method"; another business's id: 403 (the simulator's words).
 2. ``in_migration`` (§3.4, §7.3): 423 ``LOCKED`` "Business is in migration"; ``outage``
    500 or 503 (§3.3, last bullet).
-3. parallel requests (§3.3): more than ``parallel`` at once per business (every method):
-   420 "Hit rate limit of 'N' parallel requests for businessId B".
+3. parallel requests (§3.3): more than ``parallel`` at once per business (every method:
+   updates, read-backs, quarantine lists, confirms, counted together): 420 "Hit rate limit
+   of 'N' parallel requests for businessId B", with the method's resource headers.
 4. the body: over 512 KB is 400 "The request is too big" (§3.1); not JSON is 400.
-5. the per-minute resource of the method, counted in offers (§3.3): the request costs its
-   number of offers; when that is more than what is left of the window: 420 "Hit rate limit of
-   'N' requests per '1 minute' for resource 'R' for businessId B" and nothing charged. Every
+5. the per-minute resource of the method, counted in offers (§3.3: one a method, the
+   updates', the read-back's, the quarantine list's and the confirm's): the request costs its
+   number of offers (``offers`` or ``offerIds``, 1 without them); when that is more than
+   what is left of the window: 420 "Hit rate limit of 'N' requests per '1 minute' for
+   resource 'R' for businessId B" and nothing charged. Every
    answer past auth carries ``X-RateLimit-Resource-Limit``, ``-Remaining`` and ``-Until`` (an
    RFC 822 date, whole seconds, the end of the window); no ``Retry-After``.
 6. validation (§3.1, §3.4): 400 with ``errors[]`` naming each bad offer (by ``offerId`` or by
@@ -82,6 +85,15 @@ QUARANTINE_PAGE = 500  # §3.4 price-quarantine pages (the limit's "не бол�
 CURRENCY = "RUR"  # §3.1 CurrencyType; the cabinet's currency
 UPDATE_RESOURCE = "updateBusinessPrices"
 READ_RESOURCE = "getDefaultPrices"
+QUARANTINE_RESOURCE = "getBusinessQuarantineOffers"
+CONFIRM_RESOURCE = "confirmBusinessPrices"
+# §3.3 "Resource limit per method": each method's own resource (its operationId, YM-OAS)
+RESOURCES = {
+    "offer-prices/updates": UPDATE_RESOURCE,
+    "offer-prices": READ_RESOURCE,
+    "price-quarantine": QUARANTINE_RESOURCE,
+    "price-quarantine/confirm": CONFIRM_RESOURCE,
+}
 WRITE_SCOPES = frozenset({"pricing", "all-methods"})  # §3.2 x-auth-scopes of the updates
 READ_SCOPES = WRITE_SCOPES | {"pricing:read-only", "all-methods:read-only"}
 
@@ -498,11 +510,17 @@ class YmSimulator(LoopbackServer):
         scope: str = "pricing",
         offers_per_minute: int | None = OFFERS_PER_MINUTE,
         read_offers_per_minute: int | None = OFFERS_PER_MINUTE,
+        quarantine_offers_per_minute: int | None = OFFERS_PER_MINUTE,
+        confirm_offers_per_minute: int | None = OFFERS_PER_MINUTE,
         switches: YmSwitches | None = None,
     ) -> None:
         """``catalogue`` None: every offerId exists but those starting ``NOSUCH`` (as the shop
         simulators have it); a set: those offers and no others. ``read_offers_per_minute``:
-        getDefaultPrices' own resource (its reference page in YM-OAS says 10 000 a minute)."""
+        getDefaultPrices' own resource (its reference page in YM-OAS says 10 000 a minute).
+        ``quarantine_offers_per_minute``, ``confirm_offers_per_minute``: the resources of
+        ``price-quarantine`` and of its ``confirm`` (§3.3: a resource limit per method, a 420
+        "for resource 'R'" and the headers on every answer; the research names no figure for
+        them, so Yandex's reference pages' 10 000 a minute; None: not limited)."""
         super().__init__()
         self.handler = _YmHandler
         self.api_key, self.business_id = api_key, business_id
@@ -517,6 +535,8 @@ class YmSimulator(LoopbackServer):
         self.budgets = {
             UPDATE_RESOURCE: Budget(offers_per_minute, self.clock, self.switches),
             READ_RESOURCE: Budget(read_offers_per_minute, self.clock, self.switches),
+            QUARANTINE_RESOURCE: Budget(quarantine_offers_per_minute, self.clock, self.switches),
+            CONFIRM_RESOURCE: Budget(confirm_offers_per_minute, self.clock, self.switches),
         }
         self.requests: collections.Counter[str] = collections.Counter()
         self.accepted = 0  # offers accepted with a 200 (or beside a non-atomic 400)
@@ -827,10 +847,8 @@ class _YmHandler(Handler):
                 refused = False
                 sim.in_flight += 1
                 sim.most_in_flight = max(sim.most_in_flight, sim.in_flight)
-        budget = sim.budgets.get(
-            {"offer-prices/updates": UPDATE_RESOURCE, "offer-prices": READ_RESOURCE}.get(method, "")
-        )
-        if refused:
+        budget = sim.budgets[RESOURCES[method]]
+        if refused:  # §3.3: the headers on every answer, this one's too (its method's resource)
             with sim._state:
                 headers = budget.headers() if budget else {}
             self.fail(
@@ -904,9 +922,7 @@ class _YmHandler(Handler):
             if budget is not None:
                 cost = len(items) if isinstance(items, list) else 1
                 if not budget.take(cost, sim.switches.overdraft == "overdraft"):
-                    resource = (
-                        UPDATE_RESOURCE if method == "offer-prices/updates" else READ_RESOURCE
-                    )
+                    resource = RESOURCES[method]
                     return (
                         420,
                         ApiError(

@@ -371,6 +371,68 @@ def test_more_requests_at_once_than_the_parallel_cap_are_420(parallel: int) -> N
     assert parallel == ym.most_in_flight
 
 
+def test_the_parallel_cap_counts_every_method_and_its_420_carries_the_headers() -> None:
+    """§3.3 "не более четырёх одновременных запросов" per businessId, whatever the method: an
+    update, a read-back, a quarantine list and a confirm at once fill the cap of 4, and one
+    more of each method is 420 "Hit rate limit of '4' parallel requests …" with the
+    X-RateLimit-Resource-* headers ("Headers on every response")."""
+    ym = YmSimulator(KEY, BUSINESS, switches=YmSwitches(parallel=4, apply_delay=0))
+    ym.faults.hold = 1.5
+    calls = [
+        (UPDATES, {"offers": [offer("A")]}),
+        (PRICES, {"offerIds": ["A"]}),
+        (QUARANTINE, {"offerIds": ["A"]}),
+        (CONFIRM, {"offerIds": ["A"]}),
+    ]
+    with ym:
+        answers: dict[int, httpx.Response] = {}
+        gate = threading.Barrier(4)
+
+        def one(i: int) -> None:
+            gate.wait()
+            answers[i] = post(ym, *calls[i])
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)  # the four are in flight (each held 1.5 s)
+        extra = [post(ym, *call) for call in calls]
+        for thread in threads:
+            thread.join()
+    assert [200] * 4 == [answers[i].status_code for i in range(4)]
+    assert 4 == ym.most_in_flight
+    for refused in extra:
+        assert 420 == refused.status_code, refused.request.url
+        assert [f"Hit rate limit of '4' parallel requests for businessId {BUSINESS}"] == (
+            messages(refused)
+        )
+        assert "10000" == refused.headers["X-RateLimit-Resource-Limit"], refused.request.url
+        assert refused.headers["X-RateLimit-Resource-Until"].endswith(" GMT")
+
+
+@pytest.mark.parametrize(
+    "ym", [{"quarantine_offers_per_minute": 3, "confirm_offers_per_minute": 2}], indirect=True
+)
+def test_the_quarantine_list_and_confirm_have_their_own_resource(ym: YmSimulator) -> None:
+    """§3.3: a resource limit per method, counted in offers: the quarantine list and its
+    confirm each refuse over their own minute with 420 "… for resource 'R' …" and Until,
+    nothing charged, and neither spends the updates' resource."""
+    assert 200 == post(ym, QUARANTINE, {"offerIds": ["A", "B", "C"]}).status_code
+    listed = post(ym, QUARANTINE, {"offerIds": ["D"]})
+    assert 420 == listed.status_code
+    assert messages(listed)[0].startswith("Hit rate limit of '3' requests per '1 minute' for ")
+    assert "resource 'getBusinessQuarantineOffers'" in messages(listed)[0]
+    assert listed.headers["X-RateLimit-Resource-Until"].endswith(" GMT")
+    assert 200 == post(ym, CONFIRM, {"offerIds": ["A", "B"]}).status_code
+    confirmed = post(ym, CONFIRM, {"offerIds": ["C"]})
+    assert 420 == confirmed.status_code
+    assert "resource 'confirmBusinessPrices'" in messages(confirmed)[0]
+    assert "9999" == update(ym, offer("A")).headers["X-RateLimit-Resource-Remaining"]
+    later(ym)
+    assert 200 == post(ym, QUARANTINE, {"offerIds": ["D"]}).status_code
+    assert 200 == post(ym, CONFIRM, {"offerIds": ["C"]}).status_code
+
+
 def test_a_scaled_clock_makes_the_minute_last_60_over_scale_seconds() -> None:
     """Contract 14 ``--time-scale``; research §3.3's minute: at scale 60 the window lasts one
     real second and Until is the real moment it ends."""

@@ -1927,3 +1927,229 @@ def test_an_old_price_of_0_withheld_beside_its_price_is_live_once_none_is_shown(
     assert [Shown.LIVE] == shown
     assert not released[0].asked and "nothing to confirm" in released[0].detail
     assert "not 0" not in released[0].detail, released[0].detail
+
+
+# -- every request at Yandex's pace: the reads and the confirm too (research §3.3) ----------
+
+
+def _window_start(ym: YmSimulator) -> Awaitable[None]:
+    """Sleep until a simulated minute begins (windows are aligned on the epoch)."""
+    length = ym.clock.wall(60)
+    return asyncio.sleep(length - ym.clock.wall_now() % length)
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"clock": SimClock(30), "confirm_offers_per_minute": 1}],
+    indirect=True,
+    ids=["confirm-at-1-a-minute"],
+)
+def test_a_confirm_meeting_a_420_for_its_budget_waits_until_the_moment_named_and_confirms(
+    ym: YmSimulator,
+) -> None:
+    """§3.3: every method has its resource and a 420 "… for resource 'R' …" names until when
+    (X-RateLimit-Resource-Until). Another program spent the confirm's minute (a minute of two
+    seconds here): `exchange withheld release` waits until past that moment and confirms once
+    more, accepted; the updates' budget is not held by the confirm's 420. The old code sent
+    the confirm again at once, four times within the same minute, and said the release was
+    refused (and held the updates for the confirm's minute)."""
+    sharp = price("SKU-1", 2, "100")
+
+    async def scenario(t: YandexMarketTarget) -> Any:
+        await t.send([price("SKU-1", 1, "1000")])
+        await t.send([price("SKU-1", 1, "1000")])
+        await t.send([sharp])
+        assert [Shown.WITHHELD] == await t.withheld_shown([sharp])
+        await _window_start(ym)
+        async with httpx.AsyncClient() as other:  # another program spends the minute
+            spent = await other.post(
+                f"{ym.url}/v2/businesses/{BUSINESS}/price-quarantine/confirm",
+                json={"offerIds": ["SKU-OTHER"]},
+                headers={"Api-Key": KEY},
+            )
+        assert 200 == spent.status_code
+        released = await t.release_withheld([sharp])
+        return released, t.budget.wait(1, t._monotonic())
+
+    released, update_wait = run(lambda: target(ym), scenario)
+    assert released[0].asked, released[0].detail
+    assert 3 == ym.requests["price-quarantine/confirm"], "another's, one 420, then confirmed"
+    assert 0.0 == update_wait, "the updates' budget is not the confirm's"
+    assert Decimal(100) == ym.live("SKU-1").value  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"clock": SimClock(30), "quarantine_offers_per_minute": 1}],
+    indirect=True,
+    ids=["quarantine-list-at-1-a-minute"],
+)
+def test_a_quarantine_read_meeting_a_420_for_its_budget_waits_and_the_price_is_delivered(
+    ym: YmSimulator,
+) -> None:
+    """§3.3: the quarantine list's own resource, spent by another program: the read-back of
+    an accepted price waits until past X-RateLimit-Resource-Until (within the send: the
+    minute lasts two seconds) and lists again, and the price ends delivered in that send,
+    never withheld nor charged. The old code listed again at once, refused four times, and
+    left the price awaiting the next read, its updates' budget held for the list's minute."""
+    message = price("SKU-1", 1, "1000")
+
+    async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], float]:
+        (took,) = await t.send([message])
+        assert Verdict.AWAITING == took.verdict
+        await _window_start(ym)
+        async with httpx.AsyncClient() as other:
+            spent = await other.post(
+                f"{ym.url}/v2/businesses/{BUSINESS}/price-quarantine",
+                json={"offerIds": ["SKU-OTHER"]},
+                headers={"Api-Key": KEY},
+            )
+        assert 200 == spent.status_code
+        found = await t.send([message])
+        return found, t.budget.wait(1, t._monotonic())
+
+    found, update_wait = run(lambda: target(ym), scenario)
+    assert [Verdict.DELIVERED] == verdicts(found), found
+    assert 3 == ym.requests["price-quarantine"], "another's, one 420, then listed"
+    assert 1 == ym.requests["offer-prices/updates"]
+    assert 0.0 == update_wait, "the updates' budget is not the quarantine list's"
+
+
+@pytest.mark.parametrize("ym", [{"switches": {"parallel": 2}}], indirect=True, ids=["two-at-once"])
+def test_updates_read_backs_quarantine_lists_and_confirms_share_ym_parallel(
+    ym: YmSimulator,
+) -> None:
+    """§3.3: at most N requests at once per business, whatever the method. Updates, their
+    read-backs, the withheld recheck and a release, all at once from one target with
+    ym_parallel 2: never more than 2 at the simulator, never a 420 for parallel requests
+    (the target never had to lower its parallelism)."""
+    ym.faults.hold = 0.15
+    firsts = [price(f"SKU-{n}", 1, "1000") for n in range(6)]
+    sharp = [price(f"SKU-{n}", 2, "100") for n in range(3)]
+
+    async def scenario(t: YandexMarketTarget) -> None:
+        await asyncio.gather(*(t.send([m]) for m in firsts))
+        await asyncio.gather(*(t.send([m]) for m in firsts))  # read back: delivered
+        await asyncio.gather(*(t.send([m]) for m in sharp))  # withheld by Yandex
+        await asyncio.gather(
+            *(t.send([m]) for m in sharp),
+            *(t.send([price(f"SKU-{n}", 2, "990")]) for n in range(3, 6)),
+            t.withheld_shown(sharp),
+            t.release_withheld(sharp[:1]),
+            t.read_prices(firsts),
+        )
+
+    t = target(ym, parallel=2)
+    run(lambda: t, scenario)
+    assert 2 == ym.most_in_flight
+    assert 2 == t.parallel.limit, "never lowered: Yandex never refused one at once too many"
+    assert ym.requests["price-quarantine"] and ym.requests["offer-prices"]
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"offers_per_minute": 90, "quarantine_offers_per_minute": 30}],
+    indirect=True,
+    ids=["quarantine-lists-at-30-a-minute"],
+)
+def test_a_quarantine_list_below_the_offers_read_is_cut_and_every_delivery_ends(
+    ym: YmSimulator,
+) -> None:
+    """§3.3: the quarantine list has its resource too (the cabinet's: 30 offers a minute, the
+    service told 600 000). The 90 updates land; the list's 420 names the limit, the lists are
+    cut to it, the parts listed count and the rest is listed again later: every delivery ends
+    delivered within a bounded number of minutes (the old code listed the 90 in one request,
+    sent again at once and refused every time: every delivery left waiting for good)."""
+    clock = Clock()
+    messages = [price(f"SKU-{n:02d}", 1, "10") for n in range(90)]
+
+    async def scenario(t: YandexMarketTarget) -> tuple[int, dict[str, Classification]]:
+        done: dict[str, Classification] = {}
+        for round_ in range(1, 16):
+            left = [m for m in messages if m.message_id not in done]
+            if not left:
+                return round_ - 1, done
+            found = await asyncio.wait_for(t.send(left), 30)
+            for m, c in zip(left, found, strict=True):
+                if c.verdict is not Verdict.AWAITING:
+                    done[m.message_id] = c
+            clock.now += 125  # past any hold (at most LONGEST_HOLD) and a window of ours
+            ym.clock.advance(61)
+        return 16, done
+
+    rounds, done = run(
+        lambda: target(ym, offers_per_minute=600_000, monotonic=clock, sleep=clock.sleep),
+        scenario,
+    )
+    assert 90 == len(done), f"{len(done)} of 90 ended in {rounds} rounds"
+    assert {Verdict.DELIVERED} == {c.verdict for c in done.values()}, {
+        c.detail for c in done.values()
+    }
+    assert rounds <= 10, rounds
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [{"clock": SimClock(1), "quarantine_offers_per_minute": 1}],
+    indirect=True,
+    ids=["list-spent"],
+)
+def test_the_withheld_recheck_waits_for_a_quarantine_lists_420_no_longer_than_a_send(
+    ym: YmSimulator,
+) -> None:
+    """The worker's withheld recheck runs between its sends: another program spent the
+    quarantine list's minute (a real one here: its 420's Until up to a minute away), and the
+    recheck waits LONGEST_WAIT at most (as a send does), then says UNKNOWN (looked at again
+    at the next recheck), never holding the worker for the minute."""
+    clock = Clock()
+    sharp = price("SKU-1", 2, "100")
+
+    async def scenario(t: YandexMarketTarget) -> list[Shown]:
+        if ym.clock.wall_now() % 60 > 50:  # a minute whose end is not seconds away
+            await asyncio.sleep(61 - ym.clock.wall_now() % 60)
+        async with httpx.AsyncClient() as other:
+            spent = await other.post(
+                f"{ym.url}/v2/businesses/{BUSINESS}/price-quarantine",
+                json={"offerIds": ["SKU-OTHER"]},
+                headers={"Api-Key": KEY},
+            )
+        assert 200 == spent.status_code
+        return await t.withheld_shown([sharp])
+
+    shown = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert [Shown.UNKNOWN] == shown
+    assert sum(clock.slept) <= LONGEST_WAIT, clock.slept
+    assert 2 == ym.requests["price-quarantine"], "another's, then one 420: held, not sent"
+
+
+@pytest.mark.parametrize("ym", [{"read_offers_per_minute": 1}], indirect=True, ids=["read-spent"])
+def test_a_read_back_refused_by_yandexs_pace_after_the_apply_timeout_is_read_again_never_resent(
+    ym: YmSimulator,
+) -> None:
+    """A read refused with 420 (§3.3: Yandex's pace, here still refused after the waits: the
+    simulator's minute never ends) says nothing of the update: past ``ym_apply_timeout`` too
+    it is read again, never taken as not applied (the old code marked it ``ym-not-applied``
+    and sent the price again, uncharged but twice, once the read went through)."""
+    clock = Clock()
+    message = price("SKU-1", 1, "100")
+
+    async def scenario(t: YandexMarketTarget) -> tuple[Classification, Classification]:
+        (took,) = await t.send([message])
+        async with httpx.AsyncClient() as other:  # another program spends the read's minute
+            spent = await other.post(
+                f"{ym.url}/v2/businesses/{BUSINESS}/offer-prices",
+                json={"offerIds": ["SKU-OTHER"]},
+                headers={"Api-Key": KEY},
+            )
+        assert 200 == spent.status_code
+        clock.now += t.apply_timeout + 1
+        (refused,) = await t.send([replace(message, receipt=took.receipt)])
+        ym.clock.advance(61)
+        clock.now += 125
+        (again,) = await t.send([replace(message, receipt=refused.receipt or took.receipt)])
+        return refused, again
+
+    refused, again = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert Verdict.AWAITING == refused.verdict and refused.receipt != "ym-not-applied", refused
+    assert Verdict.DELIVERED == again.verdict, again
+    assert 1 == ym.requests["offer-prices/updates"], "read back, never sent again"

@@ -24,7 +24,9 @@ The worker's own pace counts requests and learns 429s; Yandex answers 420 and sa
 
 Both limits are the business's, and every worker delivering to the channel spends them: each
 keeps its share (``share``: ``ym_offers_per_minute`` and ``ym_parallel`` divided among the
-channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split).
+channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split). The target keeps one
+``OfferBudget`` a method (updates, read-back, quarantine list, confirm: §3.3 counts each on its
+own resource) and one ``Parallel`` for all of them (§3.3: every request to the business).
 
 Both take their clock from the caller (``monotonic``, ``sleep``) so that tests drive them.
 """

@@ -50,7 +50,11 @@ receipt replaced by ``ym-not-applied``, so its next attempt sends.
 
 ``withheld_shown`` and ``release_withheld`` (contract 13) read the read-back and the quarantine
 list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`` serves
-``exchange verify``. The key (``Api-Key`` header, §3.2) is never logged nor put in a detail.
+``exchange verify``. Every request, whichever the method, goes through ``_call``: within the
+one ``ym_parallel`` (``Parallel``) and its method's own budget (§3.3: a resource a method), a
+420 waited out or the parallelism lowered there; a read refused by Yandex's pace decides
+nothing and is read again later. The key (``Api-Key`` header, §3.2) is never logged nor put
+in a detail.
 """
 
 from __future__ import annotations
@@ -328,7 +332,14 @@ class _Whole(Exception):
         # what they read (``_read_back``).
         self.asked: set[str] = set()
         self.read: dict[str, _Read] = {}
+        # A quarantine list cut in parts: the offers the parts before asked for, and those
+        # of them Yandex lists (``_quarantined``).
+        self.listed_asked: set[str] = set()
+        self.listed: dict[str, _Listed] = {}
         self.held = False  # our budget held the request: it never left (``_call``)
+        # Yandex's pace: a 420 still refused after the waits, or our budget held the request
+        # (``_call``): no word on the offers, never a sign an update was not applied.
+        self.paced = False
 
 
 class _Unnamed(_Whole):
@@ -405,6 +416,14 @@ class YandexMarketTarget:
         self.read_budget = OfferBudget(
             offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
         )
+        # §3.3: a resource a method; the quarantine list's and the confirm's figures are not
+        # in the research: the read's. Each holds its own 420's Until.
+        self.quarantine_budget = OfferBudget(
+            offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
+        )
+        self.confirm_budget = OfferBudget(
+            offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
+        )
         self.parallel = Parallel(parallel)
         self._monotonic = monotonic
         self._now = now
@@ -446,9 +465,11 @@ class YandexMarketTarget:
         share = max(1, self.budget.account // self.workers)
         self.per_request = max(1, min(self._most_per_request, share))
         self.budget.share(self.workers, self.per_request)
-        share = max(1, self.read_budget.account // self.workers)
+        reads = (self.read_budget, self.quarantine_budget, self.confirm_budget)
+        share = max(1, min(b.account for b in reads) // self.workers)
         self.per_read = max(1, min(self._most_per_read, share))
-        self.read_budget.share(self.workers, self.per_read)
+        for budget in reads:
+            budget.share(self.workers, self.per_read)
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
         """At most ``per_request`` offers a request, a SKU's messages together, never two
@@ -622,9 +643,7 @@ class YandexMarketTarget:
         simulator written from the research refused it (review 32: the probe's 400 kept the
         breaker open for good)."""
         try:
-            await self._call(
-                "offer-prices", {"offerIds": [HEALTH_OFFER]}, cost=1, budget=self.read_budget
-            )
+            await self._call("offer-prices", {"offerIds": [HEALTH_OFFER]}, cost=1)
         except _Whole as whole:
             return whole.classification
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
@@ -692,8 +711,12 @@ class YandexMarketTarget:
     async def withheld_shown(self, messages: Sequence[OutgoingMessage]) -> list[Shown]:
         """LIVE when the read-back shows the message's price and Yandex no longer lists the
         offer in its quarantine; WITHHELD while it lists the price the delivery carried;
-        UNKNOWN otherwise (another price of the offer listed: a later update's, say)."""
+        UNKNOWN otherwise (another price of the offer listed: a later update's, say). The
+        worker's recheck asks it between its sends: a read waits for its budget (a 420's
+        Until) ``LONGEST_WAIT`` at most, as a send's do; held longer, all is UNKNOWN (looked
+        at again at the next recheck), never a worker held for minutes."""
         read = [(m, self._read(m)) for m in messages]
+        patience = _PATIENCE.set(LONGEST_WAIT)
         try:
             offers = await self._offers(p for _, p in read)
             wanted = sorted(set(offers.values()))
@@ -701,6 +724,8 @@ class YandexMarketTarget:
             listed = await self._quarantined(wanted)
         except _Whole:
             return [Shown.UNKNOWN for _ in messages]
+        finally:
+            _PATIENCE.reset(patience)
         out: list[Shown] = []
         for m, p in read:
             offer = offers.get(p.sku) if isinstance(p, MappedPrice) else None
@@ -755,10 +780,15 @@ class YandexMarketTarget:
         # An offer Yandex no longer withholds has nothing to confirm: what it shows is said
         # per message below (its price live, or a later update's in its place).
         wanted = [o for o in wanted if o in confirmable]
-        for start in range(0, len(wanted), min(MAX_CONFIRM, self.per_read)):
+        start = 0
+        while start < len(wanted):
             part = wanted[start : start + min(MAX_CONFIRM, self.per_read)]
+            start += len(part)
             try:
                 await self._call("price-quarantine/confirm", {"offerIds": part}, cost=len(part))
+            except _TooBig:  # per_read is below len(part) now (``_lower``): confirmed, cut
+                start -= len(part)
+                continue
             except _Whole as whole:
                 refused = Release(False, f"Yandex Market: {whole.classification.detail}")
                 said.update((offer, refused) for offer in part)
@@ -872,7 +902,6 @@ class YandexMarketTarget:
                     "offer-prices/updates",
                     {"offers": [i.json(self.currency_id) for i in left]},
                     cost=len(left),
-                    budget=self.budget,
                     rejects=offers,
                 )
             except _TooBig:  # per_request is below len(left) now: cut, each part sent
@@ -1018,15 +1047,17 @@ class YandexMarketTarget:
                 type(exc).__name__,
             )
 
-    def _lower(self, limit: int, *, reads: bool = False) -> None:
+    def _lower(self, limit: int, budget: OfferBudget) -> None:
         """Yandex's budget is ``limit`` offers a minute, below ours: requests of at most that
-        many from now on, and the budget kept to it (pace.py). ``reads``: the read-back's
-        budget (getDefaultPrices, a resource of its own, §3.3), else the updates'."""
+        many from now on, and the budget kept to it (pace.py). ``budget``: the method's (a
+        resource a method, §3.3): the updates', or a read's (the read-back, the quarantine
+        list, the confirm: requests of ``per_read``)."""
+        reads = budget is not self.budget
         if reads:
             # A read of more offers than the minute holds is refused every time (review
             # revmp2: 90 offers read at 30 a minute, every delivery left waiting for good).
             self._most_per_read = max(1, min(self._most_per_read, limit))
-            self.read_budget.lower(limit, self._most_per_read)
+            budget.lower(limit, self._most_per_read)
         else:
             self._most_per_request = max(1, min(self._most_per_request, limit))
             self.budget.lower(limit, self._most_per_request)
@@ -1036,7 +1067,7 @@ class YandexMarketTarget:
             "ym_offers_per_minute: at most %d offers a request from now on (%s)",
             limit,
             self.per_read if reads else self.per_request,
-            "offer-prices" if reads else "offer-prices/updates",
+            "a read" if reads else "offer-prices/updates",
         )
 
     def _unanswered(self, items: list[_Item], said: Classification) -> dict[str, Classification]:
@@ -1272,8 +1303,9 @@ class YandexMarketTarget:
             unread = [(m, a) for m, a in pending if a.offer not in whole.asked]
             pending = [(m, a) for m, a in pending if a.offer in whole.asked]
             for m, a in unread:
-                # Held by the budget, the read never went: no sign the update was not applied.
-                overdue = now - a.accepted_at >= self.apply_timeout and not whole.held
+                # Held by the budget, or refused by Yandex's pace (a 420 after the waits): no
+                # sign the update was not applied, read again (never charged, never sent).
+                overdue = now - a.accepted_at >= self.apply_timeout and not whole.paced
                 if whole.classification.verdict is Verdict.PAUSE or overdue:
                     self._accepted.pop(m.message_id, None)
                     said = whole.classification
@@ -1284,7 +1316,7 @@ class YandexMarketTarget:
                     a.reads += 1
                     out[m.message_id] = _accepted(
                         f"the read-back failed ({whole.classification.detail}); read again",
-                        self._wait(a.reads),
+                        max(self._wait(a.reads), whole.classification.again_in or 0.0),
                     )
             if not pending:
                 return out
@@ -1301,12 +1333,16 @@ class YandexMarketTarget:
         }
         late = {m.message_id for m, a in pending if now - a.accepted_at >= self.apply_timeout}
         ask = sorted({a.offer for m, a in pending if m.message_id in as_sent | late})
-        listed: dict[str, _Listed] | None = {}
+        listed: dict[str, _Listed] = {}
+        unlisted: set[str] = set()  # offers the quarantine list could not be read for
         cannot = ""
         try:
             listed = await self._quarantined(ask) if ask else {}
         except _Whole as whole:
-            listed = None
+            # The parts listed before count (a list's budget below the offers asked: the
+            # rest held), as the read-back's do; the others are read again later.
+            listed = whole.listed
+            unlisted = set(ask) - whole.listed_asked
             cannot = whole.classification.detail
         for m, a in pending:
             seen = shown.get(a.offer)
@@ -1338,7 +1374,7 @@ class YandexMarketTarget:
                 )
                 continue
             if m.message_id in as_sent or m.message_id in late:
-                if listed is None:
+                if a.offer in unlisted:
                     a.reads += 1
                     out[m.message_id] = _accepted(
                         f"the quarantine list could not be read ({cannot}); read again",
@@ -1454,7 +1490,6 @@ class YandexMarketTarget:
                         "offer-prices",
                         {"offerIds": part},
                         cost=len(part),
-                        budget=self.read_budget,
                         query=query,
                     )
                     self._read_page(response, out)
@@ -1490,24 +1525,42 @@ class YandexMarketTarget:
         """The offers of ``offers`` Yandex lists in ``price-quarantine``, each with the price it
         withholds and its verdicts in words (§3.4)."""
         out: dict[str, _Listed] = {}
-        for start in range(0, len(offers), self.per_read):
+        start = 0
+        while start < len(offers):
             part = offers[start : start + self.per_read]
             token: str | None = None
-            for _ in range(100):
-                query = f"page_token={token}" if token else ""
-                response = await self._call(
-                    "price-quarantine", {"offerIds": part}, cost=len(part), query=query
-                )
-                for entry in _result(response, "offers"):
-                    name = entry.get("offerId")
-                    if isinstance(name, str):
-                        out[offer_id(name)] = _Listed(_verdicts(entry), _withheld_value(entry))
-                token = _next_page(response)
-                if token is None:
-                    break
+            try:
+                for _ in range(100):
+                    query = f"page_token={token}" if token else ""
+                    response = await self._call(
+                        "price-quarantine", {"offerIds": part}, cost=len(part), query=query
+                    )
+                    for entry in _result(response, "offers"):
+                        name = entry.get("offerId")
+                        if isinstance(name, str):
+                            out[offer_id(name)] = _Listed(_verdicts(entry), _withheld_value(entry))
+                    token = _next_page(response)
+                    if token is None:
+                        break
+            except _TooBig:  # per_read is below len(part) now (``_lower``): read again, cut
+                continue
+            except _Whole as whole:  # the parts listed so far count (the rest read again later)
+                whole.listed_asked = set(offers[:start])
+                whole.listed = {o: e for o, e in out.items() if o in whole.listed_asked}
+                raise
+            start += len(part)
         return out
 
     # -- the wire --------------------------------------------------------------------------
+
+    def _budget_of(self, method: str) -> OfferBudget:
+        """The method's own resource (§3.3: counted per method, each 420 for its resource)."""
+        return {
+            "offer-prices/updates": self.budget,
+            "offer-prices": self.read_budget,
+            "price-quarantine": self.quarantine_budget,
+            "price-quarantine/confirm": self.confirm_budget,
+        }[method]
 
     async def _call(
         self,
@@ -1515,14 +1568,16 @@ class YandexMarketTarget:
         payload: dict[str, Any],
         *,
         cost: int,
-        budget: OfferBudget | None = None,
         query: str = "",
         rejects: list[str] | None = None,
     ) -> httpx.Response:
-        """One POST at Yandex's pace: a 200 returned; a 420 waited out (the budget held until
+        """One POST at Yandex's pace, whatever the method (an update, a read-back, a
+        quarantine list, a confirm: §3.3, each its resource, all of them within the
+        parallelism): a 200 returned; a 420 waited out (the method's budget held until
         ``X-RateLimit-Resource-Until``) or the parallelism lowered, and sent again, up to
         ``TRIES`` sends; a 400 naming offers of ``rejects`` raised as ``_Rejected``; any other
-        answer raised as ``_Whole``."""
+        answer raised as ``_Whole`` (``paced``: a 420, or the budget held it)."""
+        budget = self._budget_of(method)
         if self._key is None:
             raise _Whole(
                 Classification(
@@ -1539,19 +1594,18 @@ class YandexMarketTarget:
         response: httpx.Response | None = None
         held = 0.0
         for _ in range(TRIES):
-            if budget is not None:
-                try:
-                    await budget.take(cost, most=_PATIENCE.get())
-                except Later as later:
-                    # A longer wait would hold the worker's stop (it waits for the sends in
-                    # flight): the offers go back uncharged, due when the budget has room, as
-                    # every wait of a marketplace's is (a try answered 420 before went).
-                    waits = _Whole(
-                        answers.budget_held(later.seconds, budget.per_minute),
-                        unsent=response is None,
-                    )
-                    waits.held = True
-                    raise waits from None
+            try:
+                await budget.take(cost, most=_PATIENCE.get())
+            except Later as later:
+                # A longer wait would hold the worker's stop (it waits for the sends in
+                # flight): the offers go back uncharged, due when the budget has room, as
+                # every wait of a marketplace's is (a try answered 420 before went).
+                waits = _Whole(
+                    answers.budget_held(later.seconds, budget.per_minute),
+                    unsent=response is None,
+                )
+                waits.held = waits.paced = True
+                raise waits from None
             async with self.parallel:
                 sent_at = await self._pacer.turn()
                 self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
@@ -1576,14 +1630,17 @@ class YandexMarketTarget:
                 self.parallel.lower()
                 held = 1.0
             else:
-                held = (budget or self.budget).hold_until(answers.until(response))
-                log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
+                held = budget.hold_until(answers.until(response))
+                log.info(
+                    "Yandex Market's per-minute budget is spent (%s): waiting %.1f s", method, held
+                )
                 limit = answers.resource_limit(response)
-                if budget is not None and limit is not None and limit < cost:
+                if limit is not None and limit < cost:
                     # The cabinet's budget is below this request: sent again whole, it is
                     # refused every time (review 32b: 4 times in 3 minutes); cut to fit
-                    # (an update by ``_update``, a read-back by ``_read_back``).
-                    self._lower(limit, reads=budget is self.read_budget)
+                    # (an update by ``_update``, a read by ``_read_back``, ``_quarantined``
+                    # and ``release_withheld``).
+                    self._lower(limit, budget)
                     raise _TooBig(limit)
         assert response is not None
         if response.status_code == 200:
@@ -1592,7 +1649,9 @@ class YandexMarketTarget:
                 raise _Whole(refused)
             return response
         if response.status_code == 420:  # the pace, never a failure (contract 14)
-            raise _Whole(answers.paced(response, max(held, 1.0)))
+            paced = _Whole(answers.paced(response, max(held, 1.0)))
+            paced.paced = True
+            raise paced
         if response.status_code == 400 and rejects is not None:
             named = answers.named_offers(response, rejects)
             if named:
