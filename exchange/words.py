@@ -1499,6 +1499,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"withheld, and a newer version was delivered: superseded by (?P<id>.+)",
         N_("withheld, and a newer version was delivered: superseded by {id}"),
     ),
+    # A newer version withheld in its place (queue/withheld.py ``supersede_withheld``: a
+    # marketplace's quarantine holds one price an offer)
+    (
+        r"withheld, and the channel withholds a newer version instead: superseded by (?P<id>.+)",
+        N_("withheld, and the channel withholds a newer version instead: superseded by {id}"),
+    ),
     (
         r"withheld, then released to buyers at a person's ask, and a newer version was "
         r"delivered: superseded by (?P<id>.+)",

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Annotated
 
 import typer
 
 from exchange import app as bootstrap
+from exchange.cli.channel_option import ChannelOpt
 from exchange.cli.common import (
+    JsonOpt,
     _guard,
     _header,
     _os_user,
@@ -20,7 +23,7 @@ from exchange.cli.common import (
     out,
 )
 from exchange.cli.fit import print_table
-from exchange.cli.withheld_shown import withheld_table
+from exchange.cli.withheld_shown import withheld_entries, withheld_table
 from exchange.delivery import withheld
 from exchange.domain.clock import SystemClock
 from exchange.i18n import N_, Lang, _
@@ -74,18 +77,26 @@ def _already_live(r: withheld.Released) -> bool:
     "list",
     help=N_(
         "Every withheld price, with the channel's words and what releases it (status lists "
-        "the first 20)."
+        "the first 20); --json: the ids, SKUs, channels and prices, for withheld release."
     ),
 )
-def withheld_list(ctx: typer.Context) -> None:
+def withheld_list(ctx: typer.Context, as_json: JsonOpt = False, channel: ChannelOpt = None) -> None:
     lang = cli_lang()
     with _guard():
         settings = _settings(ctx)
         engine = _reading_engine(settings)
         try:
-            table = withheld_table(engine, lang, settings.display_tz, limit=None)
+            if as_json:  # the ids a script collects for ``withheld release`` (all of them)
+                entries = withheld_entries(engine, channel)
+            else:
+                table = withheld_table(
+                    engine, lang, settings.display_tz, limit=None, channel=channel
+                )
         finally:
             engine.dispose()
+    if as_json:
+        print(json.dumps(entries, ensure_ascii=False))
+        return
     _header(settings)
     if table is None:
         out.print(_("no price is withheld", lang), markup=False)

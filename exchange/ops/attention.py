@@ -26,6 +26,13 @@ from exchange.domain.states import PENDING, State, values
 from exchange.i18n import N_, Lang, _, ngettext
 from exchange.ops import sign_ins
 from exchange.ops.find import held_condition
+from exchange.ops.status import (
+    holding,
+    last_deliveries,
+    pause_of,
+    site_failing,
+    unreachable_since,
+)
 from exchange.ops.withheld_behind import not_to_confirm
 from exchange.queue import control
 from exchange.words import channel_named, inside_words
@@ -184,6 +191,7 @@ def causes(
     unserved_channels: dict[str, dict[str, Any]] | None = None,
     untaken: dict[str, dict[str, Any]] | None = None,
     unmanned_channels: dict[str, dict[str, Any]] | None = None,
+    delivered: dict[str | None, datetime] | None = None,
 ) -> list[Cause]:
     """What ``exchange status`` exits 1 for, in the order contract 6 names the codes; a
     pause is said as ``figures.pause`` says it (contract 15: one pause, one truth).
@@ -198,7 +206,9 @@ def causes(
     ``by_channel`` (``status --json``'s ``channels``, given when EXCHANGE_CHANNELS is set):
     a channel's causes name it after a colon (contract 13: ``quarantine:ozon``,
     ``paused:site``); intake's rejected records, 1C's failures and the process's own causes
-    stay bare. Without it every code is bare, as monitoring has always read them."""
+    stay bare. Without it every code is bare, as monitoring has always read them.
+    ``delivered`` (``status.last_deliveries``): the evidence that a breaker of a process's own
+    row (no channel) is past; None: none (its open breaker counts)."""
     if by_channel is None:
         found = delivery_causes(figures, "")
     else:
@@ -211,11 +221,15 @@ def causes(
         for name, channel in by_channel.items():
             found += delivery_causes(_one_channel(figures, name, channel), name)
         # What no channel's rows say but the figures do (a process's own row, of no channel,
-        # whose breaker is open or that paused): said bare rather than not at all.
+        # whose breaker is open or that paused; an operator's pause of every channel): said
+        # bare rather than not at all. Read on the rows of no channel alone, never on the
+        # figures' breaker and pause, which are every channel's: ``status --channel site``
+        # said the market's outage bare, in the site's words (review: «сайт раз за разом
+        # отвечает ошибками»), and exited 1 for it.
         said = {cause.code.split(":")[0] for cause in found}
         found += [
             cause
-            for cause in delivery_causes(figures, "")
+            for cause in delivery_causes(_no_channels(figures, delivered or {}), "")
             if cause.code in ("breaker", "paused") and cause.code not in said
         ]
     for name, waiting in (unserved_channels or {}).items():
@@ -307,6 +321,26 @@ def _one_channel(figures: Any, name: str, channel: dict[str, Any]) -> _Channel:
         blocked=[b for b in figures.blocked if b.get("channel") == name],
         target=channel.get("target"),
         withheld_behind=channel.get("withheld_behind", 0),
+    )
+
+
+def _no_channels(figures: Any, delivered: dict[str | None, datetime]) -> _Channel:
+    """``figures`` narrowed to what is of no channel: the rows of no channel (a process's own)
+    by the rules of ``status`` (``site_failing``, ``unreachable_since``, ``holding`` and
+    ``pause_of``), and an operator's pause of every channel. No channel's rows (another
+    channel's, left out by ``status --channel``) count: each is its channel's cause alone."""
+    own = [w for w in figures.workers if w.get("channel") is None]
+    pause = figures.pause
+    return _Channel(
+        counts={},
+        breaker_open=site_failing(own, delivered),
+        site_unreachable_since=unreachable_since(own),
+        pause=(
+            pause
+            if pause is not None and pause["by"] == "operator"
+            else pause_of(None, [w for w in holding(figures.workers) if w.get("channel") is None])
+        ),
+        blocked=[],
     )
 
 
@@ -972,5 +1006,6 @@ def attention(
             if by_channel is not None and not stopped
             else None
         ),
+        delivered=last_deliveries(connection) if by_channel is not None else None,
     )
     return Attention(intake=taken, onec_failed=failing, causes=found, refused_sign_ins=refused)

@@ -108,14 +108,23 @@ def waiting(
     return [Withheld(*row) for row in connection.execute(query)]
 
 
-def on_every_channel(connection: Connection, *, limit: int | None = READ_AT_MOST) -> list[Withheld]:
+def on_every_channel(
+    connection: Connection,
+    *,
+    limit: int | None = READ_AT_MOST,
+    channel_ids: Sequence[int] | None = None,
+) -> list[Withheld]:
     """The withheld deliveries of every channel (``exchange status``'s list, issue 32), oldest
-    message first, each with its ``channel_id`` (None: all of them, ``exchange withheld
-    list``)."""
+    message first, each with its ``channel_id``; the first ``limit`` (None: all of them,
+    ``exchange withheld list``); ``channel_ids``: of those channels only (``withheld list
+    --channel``), every channel's for None."""
     query = (
         select(*_columns())
         .join(messages, messages.c.id == deliveries.c.message_pk)
-        .where(deliveries.c.state == State.WITHHELD.value)
+        .where(
+            deliveries.c.state == State.WITHHELD.value,
+            *(() if channel_ids is None else (deliveries.c.channel_id.in_(list(channel_ids)),)),
+        )
         .order_by(deliveries.c.message_pk, deliveries.c.channel_id)
         .limit(limit)
     )

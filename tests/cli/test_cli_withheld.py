@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from clitools import TOKEN, Cli, deliver_in_process, describe, run_json
+from clitools import TOKEN, Cli, assert_one_line_error, deliver_in_process, describe, run_json
 from prometheus_client import generate_latest
 from rich.console import Console
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, insert, select
 
 from exchange.cli.withheld_shown import withheld_table
 from exchange.db.engine import transaction
-from exchange.db.schema import history
+from exchange.db.schema import channels, history
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import one_channel_messages, price_row, stage
 from exchange.domain.breaker import BreakerState
@@ -299,3 +299,38 @@ def test_status_says_how_many_withheld_it_leaves_out_and_withheld_list_lists_the
     assert listed.returncode == 0, describe(listed)
     assert all(f"price.{s}.v2." in listed.stdout for s in skus), describe(listed)
     assert "more" not in listed.stdout, describe(listed)
+
+
+def test_withheld_list_gives_one_channels_ids_as_json_for_withheld_release(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Review: a seller with 143 prices held on one marketplace could not collect the ids
+    ``withheld release`` takes: ``withheld list`` had no ``--json`` and no ``--channel``. Now
+    ``--json`` is a list of objects (message id, SKU, channel, price, since, whether a newer
+    price waits behind it), ``--channel`` narrows it (and the table) to that channel, and an
+    unknown channel is one line, exit 2."""
+    skus = ["W1", "W2"]
+    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 1, "100.00") for s in skus])
+    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 2, "10.00") for s in skus])
+    with transaction(engine) as connection:
+        added = connection.execute(select(channels.c.added_at).limit(1)).scalar_one()
+        connection.execute(
+            insert(channels).values(name="market", target="yandex-market", added_at=added)
+        )
+    listed = run_json(cli, "withheld", "list", "--json", "--channel", "api", db=db_url)
+    assert [(e["sku"], e["channel"], e["price"]) for e in listed] == [
+        ("W1", "api", "10.00"),
+        ("W2", "api", "10.00"),
+    ]
+    (first, _second) = listed
+    assert first["message_id"].startswith("price.W1.v2.") and first["version"] == 2
+    assert datetime.fromisoformat(first["since"]).utcoffset() == timedelta(0)
+    assert first["newer_waits_behind"] is False
+    assert run_json(cli, "withheld", "list", "--json", db=db_url) == listed
+    assert run_json(cli, "withheld", "list", "--json", "--channel", "market", db=db_url) == []
+    none = cli("withheld", "list", "--channel", "market", db=db_url)
+    assert none.returncode == 0 and first["message_id"] not in none.stdout, describe(none)
+    table = cli("withheld", "list", "--channel", "api", db=db_url, env={"COLUMNS": "200"})
+    assert first["message_id"] in table.stdout, describe(table)
+    for args in (("--json", "--channel", "ozon"), ("--channel", "ozon")):
+        assert_one_line_error(cli("withheld", "list", *args, db=db_url), "unknown channel 'ozon'")

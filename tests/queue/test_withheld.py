@@ -307,3 +307,26 @@ def test_a_released_version_superseded_before_its_read_back_says_it_was_released
     else:
         assert last["detail"] == f"withheld, and a newer version was delivered: superseded by {v3}"
         assert russian.startswith("было придержано, а более новая версия доставлена"), russian
+
+
+def test_a_withheld_version_a_newer_withheld_one_supersedes_says_so_in_russian(
+    engine: Engine, db_url: str, clock: FakeClock
+) -> None:
+    """The channel withholds v3 in v2's place (queue/withheld.py ``supersede_withheld``): v2's
+    superseded row said «withheld, and the channel withholds a newer version instead» in
+    English under EXCHANGE_LANG=ru, in ``exchange history`` and on the message page (review:
+    the other superseded rows were Russian)."""
+    site, _ = _withhold_v2(engine, db_url, clock)
+    v2 = _row(engine, 2)
+    stage(engine, [price_row("S1", 3, "5.00")])  # withheld too, in v2's place
+    _drain(engine, db_url, site, clock)
+    assert _delivery_state(engine, _row(engine, 3)["id"]) == State.WITHHELD.value
+    last = _events(engine, v2["id"])[-1]
+    v3 = _row(engine, 3)["message_id"]
+    assert last["detail"] == (
+        f"withheld, and the channel withholds a newer version instead: superseded by {v3}"
+    )
+    assert error_words(last["detail"], "ru") == (
+        f"было придержано, но канал придерживает вместо него более новую версию: заменено "
+        f"сообщением {v3}"
+    )

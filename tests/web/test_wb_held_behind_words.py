@@ -23,7 +23,7 @@ from sqlalchemy import Engine, select
 from workbench_helpers import add_operator, signed_in
 
 from exchange import app as bootstrap
-from exchange.cli.withheld_shown import withheld_table
+from exchange.cli.withheld_shown import withheld_entries, withheld_table
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids
 from exchange.db.schema import deliveries, messages
@@ -100,6 +100,10 @@ def test_status_says_not_to_confirm_a_held_price_a_newer_one_waits_behind(
     text = " ".join(shown.getvalue().split())
     assert newer in text and "не подтверждать" in text, text
     assert "вывести товар из карантина по цене 1400" in text, text
+    # ``withheld list --json``: the held price says a newer one waits behind it (not to confirm)
+    (entry,) = withheld_entries(db)
+    assert (entry["message_id"], entry["newer_waits_behind"]) == (held, True), entry
+    assert (entry["sku"], entry["price"]) == ("SKU-1", "400.00"), entry
 
     # status's cause (and the dashboard's, the same cause): not «confirm them» alone
     with transaction(db, read_only=True) as connection:
