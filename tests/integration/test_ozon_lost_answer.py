@@ -27,7 +27,10 @@ from exchange.db.schema import deliveries, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, INFO_PRICES, OzonSimulator
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
+from exchange.domain.verdicts import Verdict
+from exchange.targets.marketplace import late
 from exchange.targets.ozon.target import LOST_HOLD
+from exchange.words import detail_words
 from exchange.worker import Worker
 
 
@@ -169,3 +172,25 @@ def test_a_lost_send_ozon_never_applied_goes_again_once_its_wait_is_over(
 
     assert _state(engine, 2)[0] == "delivered"
     assert site.price("SKU-1") == Decimal("1100")
+
+
+def test_the_wait_for_a_lost_send_and_its_end_are_said_in_russian() -> None:
+    """The words a person reads in ``find`` and the workbench's history (Russian first)."""
+    lost = late.LostSend(1767225600.0, {"price": Decimal("1100.00")})
+    waits = late.waits("Ozon", lost, "Ozon shows price 1000", 1767225630.0, LOST_HOLD, 30.0)
+    assert waits.verdict is Verdict.AWAITING and waits.again_in == 30.0
+    assert detail_words(waits.detail) == (
+        "Ozon ещё может применить отправку price 1100.00 от 2026-01-01 00:00:00 UTC, ответ на "
+        "которую потерян; Ozon показывает price 1000: товар ждёт, пока Ozon её не покажет, но "
+        "не дольше чем до 2026-01-01 00:10:00 UTC, попытка не засчитана"
+    )
+    unread = late.waits(
+        "Ozon", lost, "its prices could not be read (Ozon: HTTP 500)", 1767225630.0, 600, 30
+    )
+    assert "его цены прочитать не удалось (Ozon: HTTP 500)" in detail_words(unread.detail)
+    assert detail_words(
+        "Ozon shows price 1100.00: the send whose answer was lost has landed; not sent again"
+    ) == (
+        "Ozon показывает price 1100.00: отправка, ответ на которую был потерян, применилась; "
+        "повторно не отправляется"
+    )
