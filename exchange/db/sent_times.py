@@ -24,6 +24,13 @@ Ozon's refusals for the limit are read from the receipts the target gave their A
 superseded version keeps: a restart still waits the product's hour after a refusal
 (contract 14).
 
+A send whose answer was lost (Ozon may still apply it, research §1.5) adds a word after its
+mark (``lost``: ``ozon-lost:<time>:<prices>``, exchange/targets/marketplace/late.py), whatever
+becomes of the delivery after (delayed, superseded, quarantined); the SKU's next send reads it
+(``lost_since``) and waits for Ozon to show those prices. ``settle`` takes it out once Ozon
+shows them; the next mark written on that delivery (``reserve``) drops it too, and a word past
+the target's bound is not read.
+
 ``unsettled_since`` serves the ``yandex-market`` target's ``EarlierSends`` port
 (exchange/targets/yandex_market/target.py): the channel's updates of a SKU's prices that may
 still land on the marketplace, whichever worker sent them. A delivery is one when its receipt

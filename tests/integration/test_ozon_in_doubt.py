@@ -10,8 +10,8 @@ price back over the one Ozon holds)."""
 from __future__ import annotations
 
 import random
-from decimal import Decimal
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 

@@ -7,7 +7,13 @@ price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 i
 checked, a broken one ``invalid-for-channel``. A price equal to the one Ozon is known to hold
 is not sent again: delivered without a request (research §1.3: Ozon restricts senders of
 identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
-superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes.
+superseded after it may have gone) leaves what Ozon holds unknown. A send whose answer was lost
+(a timeout or a connection cut after the request may have reached Ozon) may still land, after a
+newer one (§1.5: no order between two racing updates): the product's next send, the same price
+or a newer one, waits, not charged, reading Ozon's prices (``/v5/product/info/prices``) every
+``LOST_EVERY`` seconds until Ozon shows the lost prices (that version delivered without a
+request, a newer one goes) or ``LOST_HOLD`` has passed since the send (``_late``,
+``marketplace.late``; the lost send is kept in its deliveries' receipts, every worker's).
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
 of a product within the hour (every worker's sends, counted in the database and the send's slot
 taken there before its request leaves, one worker at a time: ``SentTimes.reserve``) is held
