@@ -104,12 +104,19 @@ def test_a_send_ozon_stalled_on_never_lands_over_the_newer_price(
         await asyncio.sleep(max(0.0, stall + 0.5 - (time.monotonic() - started)))
         assert site.price("SKU-1") in (Decimal("1100"), Decimal("1200"))
         await _cycles(w, clock, 12, 10.0)  # the waits' reads (every 30 s) see 1100
+        assert site.price("SKU-1") == Decimal("1200"), site.updates("SKU-1")
+        assert _state(engine, 3)[0] == "delivered"
+        updates = [u["price"] for u in site.updates("SKU-1")]
+        assert updates[-2:] == [Decimal("1100"), Decimal("1200")], updates
+        # The lost send has landed, once: 1C's next price goes at once, never waiting for
+        # Ozon to show 1100 again.
+        stage(engine, [price_row("SKU-1", 4, "1300.00")])
+        await _cycles(w, clock, 2, 1.0)
 
     run_worker(worker, scenario)
 
-    assert site.price("SKU-1") == Decimal("1200"), site.updates("SKU-1")
-    assert _state(engine, 3)[0] == "delivered"
-    assert [u["price"] for u in site.updates("SKU-1")][-2:] == [Decimal("1100"), Decimal("1200")]
+    assert _state(engine, 4)[0] == "delivered"
+    assert site.price("SKU-1") == Decimal("1300")
 
 
 def test_a_dropped_answer_leads_to_one_import_and_the_price_delivered_from_the_read(
