@@ -201,3 +201,36 @@ def test_the_wait_for_a_lost_send_and_its_end_are_said_in_russian() -> None:
         "Ozon показывает price 1100.00: отправка, ответ на которую был потерян, применилась; "
         "повторно не отправляется"
     )
+
+
+def test_another_worker_waits_for_the_lost_send_as_well(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """The lost send is kept in the database (its deliveries' receipts), not in one worker's
+    memory: a worker started after it (a restart, another ``run``) waits for it too."""
+    clock = FakeClock()
+    first = _worker(db_url, engine, site, clock, tmp_path)
+
+    async def lose(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "1000.00")])
+        await drain(w)
+        site.faults.delay = 1.0
+        stage(engine, [price_row("SKU-1", 2, "1100.00")])
+        await w.cycle()  # times out: Ozon is still on it
+        site.faults.delay = 0.0
+
+    run_worker(first, lose)
+    second = _worker(db_url, engine, site, clock, tmp_path)
+    before = site.requests[IMPORT_PRICES]
+
+    async def wait(w: Worker) -> None:
+        await _cycles(w, clock, 3, 2.0)
+        assert site.requests[IMPORT_PRICES] == before, "nothing sent while it may land"
+        await asyncio.sleep(1.2)  # Ozon applies the stalled 1100
+        await _cycles(w, clock, 6, 10.0)
+
+    run_worker(second, wait)
+
+    assert _state(engine, 2)[0] == "delivered"
+    assert site.requests[IMPORT_PRICES] == before, "delivered from the read"
+    assert site.price("SKU-1") == Decimal("1100")
