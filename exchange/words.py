@@ -1762,6 +1762,35 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "waits until it shows {p}, at most until {u} UTC"
         ),
     ),
+    # A marketplace's send whose answer was lost may still land (marketplace/late.py): the
+    # good's next send waits until the marketplace shows it, or the bound passes.
+    (
+        r"(?P<m>Ozon|Wildberries|Yandex Market) may still apply the send of (?P<p>.+?) at "
+        r"(?P<at>\S+ \S+) UTC whose answer was lost; (?P<f>.+): the good waits until "
+        r"(?P=m) shows it, at most until (?P<u>\S+ \S+) UTC, not charged",
+        N_(
+            "{m} may still apply the send of {p} at {at} UTC whose answer was lost; {f*}: the "
+            "good waits until {m} shows it, at most until {u} UTC, not charged"
+        ),
+    ),
+    (
+        r"(?P<m>Ozon|Wildberries|Yandex Market) shows (?P<p>.+?): the send whose answer was "
+        r"lost has landed; not sent again",
+        N_("{m} shows {p}: the send whose answer was lost has landed; not sent again"),
+    ),
+    (
+        r"(?P<m>Ozon|Wildberries|Yandex Market) shows (?P<p>[\w.]+ (?:none|[\d.]+)"
+        r"(?:, [\w.]+ (?:none|[\d.]+))*)",
+        N_("{m} shows {p}"),
+    ),
+    (
+        r"Ozon does not list offer_id (?P<o>'.*')",
+        N_("Ozon does not list offer_id {o}"),
+    ),
+    (
+        r"its prices could not be read \((?P<d>.+)\)",
+        N_("its prices could not be read ({d*})"),
+    ),
     (
         r"the upload of (?P<p>\S+) whose answer was lost",
         N_("the upload of {p} whose answer was lost"),

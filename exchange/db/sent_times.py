@@ -24,6 +24,13 @@ Ozon's refusals for the limit are read from the receipts the target gave their A
 superseded version keeps: a restart still waits the product's hour after a refusal
 (contract 14).
 
+A send whose answer was lost (Ozon may still apply it, research §1.5) adds a word after its
+mark (``lost``: ``ozon-lost:<time>:<prices>``, exchange/targets/marketplace/late.py), whatever
+becomes of the delivery after (delayed, superseded, quarantined); the SKU's next send reads it
+(``lost_since``) and waits for Ozon to show those prices. ``settle`` takes it out once Ozon
+shows them; the next mark written on that delivery (``reserve``) drops it too, and a word past
+the target's bound is not read.
+
 ``unsettled_since`` serves the ``yandex-market`` target's ``EarlierSends`` port
 (exchange/targets/yandex_market/target.py): the channel's updates of a SKU's prices that may
 still land on the marketplace, whichever worker sent them. A delivery is one when its receipt
@@ -197,6 +204,82 @@ class DbSentTimes:
         message's delivery still holding ``mark`` (first, before the earlier attempts' marks
         it kept) gets ``receipts``' (its receipt before)."""
         self._set_receipts(receipts, deliveries.c.receipt.startswith(mark, autoescape=True))
+
+    def lost(self, message_ids: Iterable[str], mark: str, word: str) -> None:
+        """A send ``reserve`` marked whose answer was lost (Ozon may still apply it, research
+        §1.5): each message's delivery on the channel still holding ``mark`` first gets
+        ``word`` after its receipt, committed before the attempt is recorded, so that the
+        SKU's next claim (any worker's) finds it (``lost_since``)."""
+        wanted = sorted(set(message_ids))
+        if not wanted:
+            return
+        d = deliveries.c
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            for start in range(0, len(wanted), CHUNK):
+                pks = select(messages.c.id).where(
+                    messages.c.message_id.in_(wanted[start : start + CHUNK])
+                )
+                connection.execute(
+                    update(deliveries)
+                    .where(
+                        d.message_pk.in_(pks),
+                        on(d.channel_id, ids),
+                        d.receipt.startswith(mark, autoescape=True),
+                    )
+                    .values(receipt=d.receipt + " " + word)
+                )
+
+    def lost_since(
+        self, skus: Iterable[str], moment: datetime, prefix: str
+    ) -> dict[str, list[str]]:
+        """For each of ``skus``, the receipts of its deliveries on the channel recorded since
+        ``moment`` (any state: a lost send's delivery superseded since still names it) that
+        hold a word beginning with ``prefix`` after the first (``lost``)."""
+        wanted = sorted(set(skus))
+        found: dict[str, list[str]] = {}
+        d = deliveries.c
+        with self.engine.connect() as connection:
+            ids = channel_ids(connection, self.channel)
+            for start in range(0, len(wanted), CHUNK):
+                rows = connection.execute(
+                    select(aggregates.c.sku, d.receipt)
+                    .select_from(deliveries.join(aggregates, aggregates.c.id == d.aggregate_id))
+                    .where(
+                        on(d.channel_id, ids),
+                        d.updated_at >= moment,
+                        d.receipt.contains(" " + prefix, autoescape=True),
+                        aggregates.c.sku.in_(wanted[start : start + CHUNK]),
+                    )
+                )
+                for sku, receipt in rows:
+                    found.setdefault(str(sku), []).append(str(receipt))
+        return found
+
+    def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
+        """The lost sends ``words`` (``lost``'s) landed, or their wait is over: each taken out
+        of the receipts of these SKUs' deliveries on the channel, committed."""
+        wanted = sorted(set(skus))
+        said = sorted(set(words))
+        if not wanted or not said:
+            return
+        d = deliveries.c
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            for start in range(0, len(wanted), CHUNK):
+                of_skus = select(aggregates.c.id).where(
+                    aggregates.c.sku.in_(wanted[start : start + CHUNK])
+                )
+                for word in said:
+                    connection.execute(
+                        update(deliveries)
+                        .where(
+                            d.aggregate_id.in_(of_skus),
+                            on(d.channel_id, ids),
+                            d.receipt.contains(" " + word, autoescape=True),
+                        )
+                        .values(receipt=func.replace(d.receipt, " " + word, ""))
+                    )
 
     def receipts_since(
         self, skus: Iterable[str], moment: datetime, prefix: str

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from exchange.db.schema import deliveries, messages
 from exchange.dev.ozonsim import OzonSimulator
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
+from exchange.targets.ozon.target import LOST_HOLD
 from exchange.worker import Worker
 
 
@@ -86,7 +88,9 @@ def test_a_price_quarantined_after_its_answers_never_came_is_carried_beside_the_
     """Review ozon 33 (s14): 1000/1500 delivered; the price 900 reaches Ozon twice but both
     answers come too late, so it ends quarantined (retry-limit, result unknown) while Ozon holds
     900. 1C then changes only the old price to 1400: the item carries 900, the newest price
-    Ozon may hold, and Ozon never goes back to 1000."""
+    Ozon may hold, and Ozon never goes back to 1000. (Between the two sends, Ozon's own
+    pricing moved the price, research §1.6.5, so that the read after the first lost answer
+    never showed 900, and it went again once that wait was over: ``LOST_HOLD``.)"""
     clock = FakeClock()
     worker = _worker(db_url, engine, site, clock, tmp_path)
 
@@ -97,6 +101,10 @@ def test_a_price_quarantined_after_its_answers_never_came_is_carried_beside_the_
         await drain(w)
         site.faults.slow_after = 0.6  # Ozon applies each request, the answer comes too late
         stage(engine, [_typed("SKU-1", 2, "900.00", "retail")])
+        await _cycles(w, clock, 1)
+        site.promote("SKU-1", Decimal("950"))
+        await _cycles(w, clock, 2)
+        clock.advance(LOST_HOLD)
         await _cycles(w, clock)
         assert _state(engine, "SKU-1", 2) == ("quarantined", "retry-limit")
         site.faults.slow_after = 0.0

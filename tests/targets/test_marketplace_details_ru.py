@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from typing import Any, cast
 
 import httpx
 import pytest
 
+from exchange.targets.marketplace import late
 from exchange.targets.ozon import answers as ozon
 from exchange.targets.ozon.target import OzonTarget
 from exchange.targets.yandex_market import answers as ym
 from exchange.words import error_words
+
+LOST = late.LostSend(0.0, {"price": Decimal("1100"), "old_price": Decimal(0)})
 
 
 def _ozon_details() -> list[str]:
@@ -58,6 +62,13 @@ def _ozon_details() -> list[str]:
         "Если цена после скидки 400 рублей или ниже, разница между ценами до и после скидки "
         "должна быть больше 20 рублей.): only old_price is quarantined; this price goes again "
         "without it in 1 s, not charged",
+        # a send whose answer was lost (exchange/targets/marketplace/late.py)
+        late.waits("Ozon", LOST, "Ozon shows price 1000, old_price none", 60.0, 600, 30).detail,
+        late.waits("Ozon", LOST, "Ozon does not list offer_id 'SKU-1'", 60.0, 600, 30).detail,
+        late.waits(
+            "Ozon", LOST, "its prices could not be read (Ozon: HTTP 500)", 60.0, 600, 30
+        ).detail,
+        "Ozon shows price 1100: the send whose answer was lost has landed; not sent again",
     ]
 
 

@@ -29,7 +29,7 @@ from exchange.queue import record as recording
 from exchange.settings import Settings
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.ozon.hours import SENDING
-from exchange.targets.ozon.target import OzonTarget
+from exchange.targets.ozon.target import LOST_HOLD, OzonTarget
 
 POLICY = RetryPolicy(max_attempts=3, base_delay=1.0, max_delay=60.0)
 
@@ -247,8 +247,9 @@ def test_two_attempts_of_one_price_whose_answers_never_came_count_twice(
 ) -> None:
     """Contract 14, research §1.3/§1.5: Ozon counts each update it took, the same price sent
     again too. v9 is sent twice within the hour, each time Ozon takes it and the answer never
-    comes: with the 8 before, that is 10, and another worker's v10 is held (the second
-    attempt's mark keeps the first's, never replaces it)."""
+    comes (the second once the first's wait for Ozon to show it is over, ``LOST_HOLD``): with
+    the 8 before, that is 10, and another worker's v10 is held (the second attempt's mark
+    keeps the first's, never replaces it)."""
 
     async def scenario() -> Classification:
         one = ozon_target(ozon, engine, clock)
@@ -271,7 +272,7 @@ def test_two_attempts_of_one_price_whose_answers_never_came_count_twice(
                 ozon.faults.delay = 0.0
                 assert lost.verdict is Verdict.TEMPORARY and lost.result_unknown, lost
                 record(engine, settings, clock, batch, lost)
-                clock.advance(120)
+                clock.advance(LOST_HOLD + 1)  # the lost send's wait is over: it goes again
             staged(engine, settings, clock, 10)
             batch = claim(engine, settings, clock, "w2")
             (answer,) = await two.send([outgoing(m) for m in batch.messages])

@@ -31,6 +31,11 @@ REFUSED = "ozon-refused:"
 # so that another worker counting the product's hour meanwhile counts it, and a send whose
 # answer never came still counts (review 32).
 SENDING = "ozon-sending:"
+# A send whose answer was lost (a timeout, a connection cut after the request may have reached
+# Ozon): ``ozon-lost:<epoch seconds>:<field>=<amount>,...`` added after the send's mark on its
+# deliveries, so that the product's next send waits until Ozon shows those prices, whichever
+# worker sends it (``marketplace.late``; target.py ``_late``).
+LOST = "ozon-lost:"
 
 
 def sending_receipt(at: float) -> str:
@@ -96,6 +101,23 @@ class SentTimes(Protocol):
         ``mark`` gets back its receipt before (``receipts``: message_id -> receipt)."""
         ...
 
+    def lost(self, message_ids: Iterable[str], mark: str, word: str) -> None:
+        """A marked send whose answer was lost: each message's delivery still holding
+        ``mark`` gets ``word`` (``LOST``) after its receipt, committed."""
+        ...
+
+    def lost_since(
+        self, skus: Iterable[str], moment: datetime, prefix: str
+    ) -> dict[str, list[str]]:
+        """For each of ``skus``, the receipts holding a word beginning with ``prefix`` (after
+        the first) of its deliveries recorded since ``moment``, whatever their state."""
+        ...
+
+    def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
+        """The lost sends ``words`` (``lost``'s) have landed or are past their wait: taken out
+        of the receipts of these SKUs' deliveries."""
+        ...
+
 
 class _NoneSent:
     def since(self, skus: Iterable[str], moment: datetime) -> dict[str, list[float]]:
@@ -121,6 +143,17 @@ class _NoneSent:
         return {}, {}
 
     def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
+        return None
+
+    def lost(self, message_ids: Iterable[str], mark: str, word: str) -> None:
+        return None
+
+    def lost_since(
+        self, skus: Iterable[str], moment: datetime, prefix: str
+    ) -> dict[str, list[str]]:
+        return {}
+
+    def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
         return None
 
 

@@ -7,7 +7,13 @@ price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 i
 checked, a broken one ``invalid-for-channel``. A price equal to the one Ozon is known to hold
 is not sent again: delivered without a request (research §1.3: Ozon restricts senders of
 identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
-superseded after it may have gone) leaves what Ozon holds unknown, and the next price goes.
+superseded after it may have gone) leaves what Ozon holds unknown. A send whose answer was lost
+(a timeout or a connection cut after the request may have reached Ozon) may still land, after a
+newer one (§1.5: no order between two racing updates): the product's next send, the same price
+or a newer one, waits, not charged, reading Ozon's prices (``/v5/product/info/prices``) every
+``LOST_EVERY`` seconds until Ozon shows the lost prices (that version delivered without a
+request, a newer one goes) or ``LOST_HOLD`` has passed since the send (``_late``,
+``marketplace.late``; the lost send is kept in its deliveries' receipts, every worker's).
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
 of a product within the hour (every worker's sends, counted in the database and the send's slot
 taken there before its request leaves, one worker at a time: ``SentTimes.reserve``) is held
@@ -43,6 +49,7 @@ from exchange.domain.pause import SETTING_MISSING
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
+from exchange.targets.marketplace import late
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
 from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
 from exchange.targets.marketplace.holders import (
@@ -73,6 +80,7 @@ from exchange.targets.ozon.answers import (
     refusal,
 )
 from exchange.targets.ozon.hours import (
+    LOST,
     NO_SENT_TIMES,
     REFUSED,
     SENDING,
@@ -115,6 +123,18 @@ MONEY = {"price": Money(2), "old_price": Money(2, zero=True), "min_price": Money
 # own).
 DEPENDENT: dict[str, Decimal | None] = {"old_price": Decimal(0), "min_price": None}
 USER_AGENT = "exchange (1C prices)"
+# A send whose answer was lost (a timeout or a connection cut after the request may have reached
+# Ozon) may still be applied after a newer one: §1.4, the import answers synchronously, but how
+# long Ozon may go on with a request its sender gave up on is not documented (§8: propagation
+# UNCONFIRMED), and §1.5: "Two racing updates: no documented ordering guarantee". The product's
+# next send waits, reading Ozon's prices (``_late``), until Ozon shows the lost prices, at most
+# LOST_HOLD seconds from the send: 60 times the client's default timeout (10 s), ten minutes of
+# a product's hour (§1.3: 10 updates an hour), past any proxy's hold on an open request. Then
+# it is taken for never applied, and the price goes.
+LOST_HOLD = 600.0
+# Seconds between two reads of a waiting product's prices: at most 20 reads a lost send (§1.3:
+# identical requests may get the account restricted), one read for a send's waiting products.
+LOST_EVERY = 30.0
 
 ApiKey = Callable[[], str | None]
 log = logging.getLogger(__name__)
@@ -221,6 +241,8 @@ class OzonTarget:
         requests_per_second: float | None = PER_SECOND,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        lost_hold: float = LOST_HOLD,
+        lost_every: float = LOST_EVERY,
     ) -> None:
         """``known``: the newest price of each price type Ozon may hold, delivered or in
         doubt (an item carries them); ``delivered``: the latest delivered only (a price
@@ -236,7 +258,9 @@ class OzonTarget:
         between two
         ``health`` requests while Ozon refuses the key (EXCHANGE_RETRY_MAX_DELAY), unless the
         key file changed. ``requests_per_second``: Ozon's limit per Client-Id (rate.py), kept
-        by every request (``monotonic``, ``sleep``: its clock)."""
+        by every request (``monotonic``, ``sleep``: its clock). ``lost_hold``: seconds a
+        product waits after a send whose answer was lost, for Ozon to show its prices
+        (``_late``), read every ``lost_every`` seconds."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -278,6 +302,10 @@ class OzonTarget:
         self.circle = circle  # the same, heard by any worker (``_circle``)
         self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
         self._marks: dict[str, str] = {}  # SKU -> the mark of its send about to leave
+        self.lost_hold, self.lost_every = lost_hold, lost_every
+        # SKU -> its lost send's word (``late.token``), without a database (``sent``) only:
+        # with one, the deliveries' receipts hold it for every worker (``SentTimes.lost``).
+        self._lost_here: dict[str, str] = {}
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -344,6 +372,7 @@ class OzonTarget:
                 answers.update(spread(item, self._held(free - now, after_refusal=after)))
                 continue
             going.append(item)
+        going = await self._late(going, now, answers)
         going = await self._reserve(going, now, answers)
         if going:
             await self._import(going, answers)
@@ -544,6 +573,119 @@ class OzonTarget:
             answers.update(spread(item, self._held((free or now + 1.0) - now)))
         return going
 
+    async def _lose(self, items: list[Item], at: float) -> None:
+        """A send of ``items`` (left at ``at``) whose answer was lost: Ozon may still apply
+        it, after a newer one (§1.5). Each product's lost prices (the fields its messages set)
+        go in its deliveries' receipts after the send's mark (``SentTimes.lost``), committed
+        before the attempt is recorded, so that the product's next claim, any worker's, waits
+        for them (``_late``). Best effort: unwritten, this process's memory keeps them."""
+        for item in items:
+            prices = {f: item.prices[f] for f in item.new if f in item.prices} or item.prices
+            word = late.token(LOST, late.LostSend(at, dict(prices)))
+            mark = self._marks.get(item.sku)
+            if self.sent is NO_SENT_TIMES or mark is None:
+                self._lost_here[item.sku] = word
+                continue
+            try:
+                await asyncio.to_thread(
+                    self.sent.lost, [m.message_id for m in item.carried], mark, word
+                )
+            except Exception as exc:  # the service's database
+                log.warning("Ozon: a lost send could not be recorded (%s)", type(exc).__name__)
+                self._lost_here[item.sku] = word
+
+    async def _late(
+        self, items: list[Item], now: float, answers: dict[str, Classification]
+    ) -> list[Item]:
+        """The items that may go, of a product whose last send's answer was lost (``_lose``,
+        within ``lost_hold`` of it): Ozon may still apply that send, and over this one (§1.5:
+        no order between two racing updates; contract 13: never a version at or below the one
+        delivered over a newer one). Ozon's prices are read (``offers``, one read for them
+        all, within the pace): showing the lost prices, the send has landed (and cannot land
+        again): its word is taken out, and the item, when Ozon shows every price it carries,
+        is delivered without a request (§1.3: identical requests may get the account
+        restricted), else it goes. Otherwise the item waits (``AWAITING``, not charged) and
+        reads again in ``lost_every`` seconds; past ``lost_hold`` the lost send is taken for
+        never applied, and the item goes."""
+        if not items:
+            return items
+        skus = sorted({item.sku for item in items})
+        since = now - self.lost_hold
+        receipts: dict[str, list[str]] = {}
+        if self.sent is not NO_SENT_TIMES:
+            try:
+                receipts = await asyncio.to_thread(
+                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST
+                )
+            except Exception:  # the service's database: this process's memory only
+                receipts = {}
+        for sku in skus:
+            if sku in self._lost_here:
+                receipts.setdefault(sku, []).append(self._lost_here[sku])
+        pending: dict[str, tuple[late.LostSend, list[str]]] = {}
+        for sku, held in receipts.items():
+            words = late.tokens(LOST, held)
+            sends = [(s, w) for w in words if (s := late.read_token(LOST, w)) and s.at >= since]
+            if sends:
+                newest = max(sends, key=lambda pair: pair[0].at)[0]
+                pending[sku] = (newest, [w for _, w in sends])
+        if not pending:
+            return items
+        waiting = [item for item in items if item.sku in pending]
+        found = await self.offers([item.offer_id for item in waiting])
+        going = [item for item in items if item.sku not in pending]
+        landed: dict[str, list[str]] = {}
+        for item in waiting:
+            lost, words = pending[item.sku]
+            if isinstance(found, Classification):
+                why = f"its prices could not be read ({found.detail[:200]})"
+                answers.update(
+                    spread(
+                        item,
+                        late.waits("Ozon", lost, why, now, self.lost_hold, self.lost_every),
+                    )
+                )
+                continue
+            entry = found.get(item.offer_id)
+            shown = {f: _money(entry, f) for f in MONEY} if entry is not None else {}
+            if not late.shows(lost, shown):
+                what = (
+                    f"Ozon shows {late.said({f: shown.get(f) for f in lost.prices})}"
+                    if entry is not None
+                    else f"Ozon does not list offer_id {item.offer_id!r}"
+                )
+                answers.update(
+                    spread(
+                        item,
+                        late.waits("Ozon", lost, what, now, self.lost_hold, self.lost_every),
+                    )
+                )
+                continue
+            landed[item.sku] = words
+            if late.shows(late.LostSend(now, dict(item.prices)), shown):
+                answers.update(
+                    spread(
+                        item,
+                        Classification(
+                            Verdict.DELIVERED,
+                            f"Ozon shows {late.said(item.prices)}: the send whose answer was "
+                            "lost has landed; not sent again",
+                        ),
+                    )
+                )
+                continue
+            going.append(item)
+        for sku in landed:
+            self._lost_here.pop(sku, None)
+        if landed and self.sent is not NO_SENT_TIMES:
+            try:
+                await asyncio.to_thread(
+                    self.sent.settle, list(landed), [w for ws in landed.values() for w in ws]
+                )
+            except Exception as exc:  # the service's database: read again next time
+                log.warning("Ozon: a landed send could not be recorded (%s)", type(exc).__name__)
+        return going
+
     async def _circle(self, now: float) -> None:
         """Ozon answered "Circle is open" at ``now`` (§1.3: the method blocked for a few
         minutes): no request of this process for CIRCLE_SECONDS, nor of another worker of the
@@ -689,6 +831,7 @@ class OzonTarget:
             # Once a send goes out, what Ozon holds is known again only from its ``updated``
             # (a timeout or a cut-off request may or may not have landed: contract 14).
             self._accepted.pop(item.offer_id, None)
+        sent_at = self.clock()
         try:
             response = await self._post(IMPORT_PRICES, {"prices": [self._wire(i) for i in items]})
         except _Stop as stop:
@@ -697,6 +840,8 @@ class OzonTarget:
             said = stop.classification
             if not said.result_unknown and said.http_status is None:
                 await self._unmark(items)  # never left: Ozon counted nothing
+            if said.result_unknown:
+                await self._lose(items, sent_at)  # it may still land: the next send waits
             for item in items:
                 self._marks.pop(item.sku, None)  # it may have left: its mark counts
             return
