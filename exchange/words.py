@@ -1870,6 +1870,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Wildberries took it in task {t}: its outcome is read later"),
     ),
     (
+        r"Wildberries took it in task (?P<t>\d+): its outcome is read later; it went once the "
+        r"catalogue showed (?P<p>\S+) for nmID (?P<n>\d+): (?P<which>.+) has landed",
+        N_(
+            "Wildberries took it in task {t}: its outcome is read later; it went once the "
+            "catalogue showed {p} for nmID {n}: {which*} has landed"
+        ),
+    ),
+    (
         r"held: Wildberries' limit for the Prices category bars requests for (?P<w>\d+) s "
         r"\(X-Ratelimit-Retry\); sent then, not charged",
         N_(

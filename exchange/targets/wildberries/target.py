@@ -562,8 +562,11 @@ class WildberriesTarget:
             if said_set:
                 upload = [g for g in upload if not _said_set(g.price)]
                 upload += await self._set_before(said_set, out)
+            # A newer price going because the upload it waited for has landed: its history
+            # says so (review 32p-wb: read without it, the hold looked skipped).
+            first: dict[str, str] = {}
             if stuck:
-                upload += await self._stuck(stuck, out)
+                upload += await self._stuck(stuck, out, first)
             if left_out:
                 refused += await self._left_out(left_out, out)
             if unpriced:
@@ -573,6 +576,10 @@ class WildberriesTarget:
             step = self.max_goods
             for chunk in [upload[i : i + step] for i in range(0, len(upload), step)]:
                 out.update(await self._upload(chunk))
+            for key, note in first.items():
+                said = out.get(key)
+                if isinstance(said, Classification) and said.verdict is Verdict.AWAITING:
+                    out[key] = replace(said, detail=f"{said.detail}; {note}")
         except _Answer as whole:
             whole.answers.update({k: v for k, v in judged.items() if k not in whole.answers})
             raise
@@ -766,7 +773,12 @@ class WildberriesTarget:
                     _in_force(said, g) if meaning == "already-set" else said
                 )
 
-    async def _stuck(self, stuck: list[tuple[_Good, Task]], out: dict[str, _Said]) -> list[_Good]:
+    async def _stuck(
+        self,
+        stuck: list[tuple[_Good, Task]],
+        out: dict[str, _Said],
+        first: dict[str, str] | None = None,
+    ) -> list[_Good]:
         """Goods whose task WB has not shown for ``task_timeout``, or whose upload's answer was
         lost (``UNNAMED``): WB may still apply that task, after any later one of the good
         (research §2.4: the time to apply is not documented; §2.5: two tasks of one nmID have
@@ -777,7 +789,8 @@ class WildberriesTarget:
         one is returned, to be uploaded now. Meanwhile each waits, uncharged, a minute between
         reads; past ``task_timeout`` + ``lost_hold`` from the upload the task is taken for
         never applied: its row dropped, the task's own price charged (``TEMPORARY``) and
-        uploaded again, a newer one uploaded."""
+        uploaded again, a newer one uploaded. ``first``: for a newer price going because the
+        task has landed, by its message id, words saying so (added to its upload's answer)."""
         held = await self._held_prices({g.nm_id for g, _ in stuck})
         now = self.clock()
         again: list[_Good] = []
@@ -812,6 +825,11 @@ class WildberriesTarget:
             ended.setdefault(task.upload_id, []).append(g.nm_id)
             if not mine:
                 again.append(g)  # the lost task landed, or is taken for never applied
+                if landed and first is not None:
+                    first[message_id] = (
+                        f"it went once the catalogue showed {holds} for nmID {g.nm_id}: "
+                        f"{which} has landed"
+                    )
             elif landed:
                 out[message_id] = _in_force(
                     Classification(
