@@ -175,6 +175,16 @@ SUBPROCESS_FIXTURES = {"pki", "tls_site", "wrong_name_site", "serve"}
 # Tests that start processes with no such fixture: a module, or one test (a node id prefix).
 SUBPROCESS_TESTS = (
     "tests/bench/test_fastsite.py",
+    "tests/bench/test_fanout_bench.py::test_a_tiny_run_delivers_every_price_once_to_each_channel",
+    "tests/cli/test_cli_channels_registry.py::test_seed_killed_after_a_batch_goes_on_from_its_mark",
+    "tests/config/test_one_field_one_price_type.py::test_the_service_refuses_to_start_exit_2",
+    "tests/dev/test_ozonsim.py::test_runnable_on_its_own_printing_the_channel_settings",
+    "tests/dev/test_ozonsim.py::test_a_key_file_it_is_given_is_used_and_never_printed",
+    "tests/dev/test_ozonsim.py::test_an_unknown_switch_stops_it_with_one_line",
+    "tests/dev/test_wbsim.py::test_runs_on_its_own_and_prints_the_channel_settings",
+    "tests/dev/test_ymsim.py::test_a_bad_switch_value_stops_it_with_one_line",
+    "tests/dev/test_ymsim.py::test_runnable_on_its_own_printing_the_channel_settings",
+    "tests/integration/test_wildberries_channel.py::test_a_worker_killed_after_the_upload_leaves",
     "tests/check/test_check_cli.py::test_check_with_a_configuration_that_does_not_load",
     "tests/cli/test_cli_config_errors.py",
     "tests/cli/test_cli_options.py",
