@@ -1,4 +1,4 @@
-"""Review ozonpair, item 1 (contract 4, 14; docs/marketplaces: the marketplace never shows the
+"""Review ozonpair, item 1 (contract 4, 14; docs/marketplaces.md: the marketplace never shows the
 new price of one type beside the old price of the other, «1000 при 1800»): a price quarantined
 by a rule of two price types stays for a person, and a new price of the other type 1C sends
 meanwhile waits for that decision (not charged) instead of going beside the price 1C replaced.
