@@ -2215,6 +2215,18 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "the channel's price types) or clear the old price in Ozon's seller cabinet"
         ),
     ),
+    (
+        r"(?P<w>Ozon: .+)\. Ozon holds (?P<h>an old price|old_price \S+) set outside 1C \(in the "
+        r"seller's cabinet\), which the price (?P<p>\S+) sent does not fit: send this SKU's old "
+        r"price from 1C \(price type (?P<t>.+), mapped to old_price; 1C has sent none of it for "
+        r"this SKU\) or clear the old price in Ozon's seller cabinet",
+        N_(
+            "{w}. Ozon holds {h*} set outside 1C (in the seller's cabinet), which the price {p} "
+            "sent does not fit: send this SKU's old price from 1C (price type {t}, mapped to "
+            "old_price; 1C has sent none of it for this SKU) or clear the old price in Ozon's "
+            "seller cabinet"
+        ),
+    ),
     (r"an old price", N_("an old price")),
     (r"old_price (?P<a>\S+)", N_("old_price {a}")),
     (r"Ozon: a 200 without a result per item", N_("Ozon: a 200 without a result per item")),
@@ -2517,6 +2529,25 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
+    # review ozonpair: what a person's decision on a price quarantined by a pair rule does
+    (
+        r"(?P<b>.+); a new (?P<o>.+?) from 1C waits for a person's decision on this price: "
+        r"retrying it sends both together, cancelling it leaves the (?P<m>\S+) it holds live "
+        r"on (?P<t>\S+)",
+        N_(
+            "{b*}; a new {o} from 1C waits for a person's decision on this price: retrying it "
+            "sends both together, cancelling it leaves the {m} it holds live on {t}"
+        ),
+    ),
+    (
+        r"(?P<b>.+); a new (?P<o>.+?) from 1C waits for a person's decision on this price: "
+        r"retrying it sends both together, cancelling it leaves (?P<m>\S+) (?P<a>\S+) live on "
+        r"(?P<t>\S+)",
+        N_(
+            "{b*}; a new {o} from 1C waits for a person's decision on this price: retrying it "
+            "sends both together, cancelling it leaves {m} {a} live on {t}"
+        ),
+    ),
     # issue 32: a rule of two price types refuses the dependent one alone (an old price)
     (
         r"(?P<b>.+); only this price is quarantined: (?P<g>.+) went without it",
@@ -2528,6 +2559,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "{t^} refused its item by a rule of {f} ({d*}): only {f} is quarantined; this "
             "price goes again without it in {w} s, not charged"
+        ),
+    ),
+    # review ozonpair: a new dependent price waits for a person's decision on the quarantined
+    (
+        r"waits for a person's decision on (?P<m>\S+) version (?P<v>\d+) of its SKU \(price "
+        r"type (?P<pt>'.*?'), message_id (?P<id>\S+)\), quarantined by a rule of two price "
+        r"types: beside the (?P=m) (?P<a>\S+) (?P<t>\S+) holds it would show a pair 1C never "
+        r"stated; retrying (?P=id) sends both together, cancelling it lets this price go beside "
+        r"(?P=m) (?P=a); looked at again in (?P<w>\S+) s, not charged",
+        N_(
+            "waits for a person's decision on {m} version {v} of its SKU (price type {pt}, "
+            "message_id {id}), quarantined by a rule of two price types: beside the {m} {a} {t} "
+            "holds it would show a pair 1C never stated; retrying {id} sends both together, "
+            "cancelling it lets this price go beside {m} {a}; looked at again in {w} s, not "
+            "charged"
         ),
     ),
     (

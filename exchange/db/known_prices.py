@@ -44,7 +44,7 @@ from sqlalchemy import (
 
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import aggregates, channel_aggregates, deliveries, history, messages
-from exchange.domain.prices import DEFAULT_CURRENCY, KnownPrice, WaitingPrice
+from exchange.domain.prices import DEFAULT_CURRENCY, PAIR_RULE, KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
 
@@ -241,10 +241,20 @@ def _replaced(
     nowhere unless a person says so: quarantined, or cancelled by a person (``operator``). A
     later one still to be given (new, delayed, in flight) replaces nothing yet (it goes); one
     cancelled as superseded leaves it to its successor. Every known version is at most the
-    known price's, so a later one here is never what the channel may hold."""
+    known price's, so a later one here is never what the channel may hold. Each also says
+    the newest later version quarantined for a rule of two price types (``PAIR_RULE``), if any
+    (``KnownPrice.quarantined``)."""
     d = deliveries
     query = (
-        select(aggregates.c.sku, aggregates.c.price_type, d.c.version, messages.c.taken_at)
+        select(
+            aggregates.c.sku,
+            aggregates.c.price_type,
+            d.c.version,
+            messages.c.taken_at,
+            d.c.state,
+            d.c.receipt,
+            messages.c.message_id,
+        )
         .select_from(
             d.join(aggregates, aggregates.c.id == d.c.aggregate_id).join(
                 messages, messages.c.id == d.c.message_pk
@@ -259,9 +269,20 @@ def _replaced(
             ),
         )
     )
-    for sku, price_type, version, taken_at in connection.execute(query):
+    for sku, price_type, version, taken_at, state, receipt, message_id in connection.execute(query):
         known = found.get((sku, price_type))
-        if known is None or int(version) <= known.version or taken_at is None:
+        if known is None or int(version) <= known.version:
+            continue
+        if (
+            state == State.QUARANTINED.value
+            and receipt == PAIR_RULE
+            and int(version) > known.quarantined_version
+        ):
+            # Quarantined by a rule of two price types: a person decides on it, and a new
+            # price of the other type waits for that (``KnownPrice.quarantined``).
+            known = replace(known, quarantined=message_id, quarantined_version=int(version))
+            found[(sku, price_type)] = known
+        if taken_at is None:
             continue
         if known.replaced_at is None or known.replaced_at < taken_at:
             found[(sku, price_type)] = replace(known, replaced_at=taken_at)

@@ -27,6 +27,13 @@ class KnownPrice:
     # A marketplace item whose new prices came in after it never carries this one again as
     # a dependent price (an old price, a discount base): it goes as "none" (review b_pair2).
     replaced_at: datetime | None = None
+    # The message_id of the newest later version of this price type quarantined for a rule of
+    # two price types (its receipt ``PAIR_RULE``), and its version: a person decides on it, and
+    # a marketplace item never carries a new dependent price (an old price, a discount base)
+    # beside this one meanwhile, a pair 1C never stated (``targets.marketplace.items``,
+    # review ozonpair: 1000 with 1800 while 1500 sat in quarantine). None: none (or unasked).
+    quarantined: str | None = None
+    quarantined_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +60,9 @@ AWAITS_COMPANION = "awaits-companion"
 # seller's data, not on the marketplace; ``status`` and the dashboard count it apart
 # (``ops.waits.awaiting_1c``; review mpadvice item 2).
 AWAITING_1C = "AwaitingPriceFrom1C"
+# The receipt of a marketplace price quarantined because it broke a rule of two price types
+# beside the known price of the other type (``targets.marketplace.items``: Ozon's old price
+# below the price, Yandex Market's discount under 5 %), not by its own fault: a new price of the
+# other type waits for a person's decision on it (``KnownPrice.quarantined``), and a retry of it
+# takes that one along (its receipt ``AWAITS_COMPANION``), both in one item.
+PAIR_RULE = "pair-rule"

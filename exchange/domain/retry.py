@@ -174,7 +174,11 @@ def decide(
                 receipt=c.receipt,
             )
         case Verdict.TERMINAL:
-            return replace(answer, reason=c.reason or Reason.http(c.http_status or 0))
+            # Its receipt says why it ended where a later decision reads it (a marketplace
+            # price quarantined by a rule of two price types: ``PAIR_RULE``).
+            return replace(
+                answer, reason=c.reason or Reason.http(c.http_status or 0), receipt=c.receipt
+            )
         case Verdict.UNKNOWN:
             return replace(answer, reason=Reason.UNKNOWN_RESPONSE)
         case Verdict.PAUSE:

@@ -227,11 +227,16 @@ _NEXT_CHECK: dict[str, str] = {
         "The marketplace cannot take this price as it is (the last error says why: its "
         "currency, kopecks, a price rule, no article): correct the price in 1C and post it "
         "again, or change the channel's setting the error names, then {retry}; otherwise "
-        "{cancel}."
+        "{cancel}. Where the last error says a new price from 1C waits for a person's decision "
+        "on this one (a rule of two price types): {retry} to send both together, or {cancel} "
+        "to leave the price the error names live beside the new one."
     ),
     "channel-rule": N_(
         "The marketplace refused the price by one of its rules (its code and meaning are in the "
-        "last error): correct the price in 1C and post it again, then {cancel}."
+        "last error): correct the price in 1C and post it again, then {cancel}. Where the last "
+        "error says a new price from 1C waits for a person's decision on this one (a rule of "
+        "two price types): {retry} to send both together, or {cancel} to leave the price the "
+        "error names live beside the new one."
     ),
 }
 _REJECTED_BY_SITE = N_(

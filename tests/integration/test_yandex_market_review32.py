@@ -286,3 +286,58 @@ def test_a_value_waiting_for_1cs_next_package_goes_with_its_discount_base_in_one
     assert ("delivered", None) == found[("Y-1/old", 2)]
     went = [(p.value, p.discount_base) for p in ym.applied("Y-1")]
     assert [(Decimal("1000"), Decimal("1200")), (Decimal("1500"), Decimal("1800"))] == went
+
+
+def test_a_new_discount_base_waits_for_the_persons_decision_on_the_quarantined_value(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review ozonpair, item 1, on Yandex Market (research §3.1: a discount of 5-99 %): 1500
+    with the discount base 1600 is live; 1C's value 1590 alone beside 1600 is no discount
+    Yandex takes, and no discount base comes within the grace, so it is quarantined for the
+    person. 1C's discount base 2000 that follows waits for that decision (never 1500 with
+    2000, a pair 1C never stated), and the retry of 1590 sends both in one update."""
+    from exchange.ops import quarantine
+    from exchange.targets.marketplace import items
+
+    monkeypatch.setattr(items, "COMPANION_GRACE", 1.0)  # 1C's next package: none in a second
+    settings = settings_for(db_url, ym, tmp_path, ym_apply_timeout="4")
+    worker = bootstrap.worker(settings, engine, rng=random.Random(3))
+
+    def message_id(aggregate: str, version: int) -> str:
+        with transaction(engine, read_only=True) as connection:
+            return str(
+                connection.execute(
+                    select(messages.c.message_id).where(
+                        messages.c.aggregate == aggregate, messages.c.version == version
+                    )
+                ).scalar_one()
+            )
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("Y-0", "retail", 1, "1500"), row("Y-0", "old", 1, "1600")])
+        await until_settled(w, engine)
+        stage(engine, [row("Y-0", "retail", 2, "1590")])
+        await until_settled(w, engine)
+        assert states(engine)[("Y-0/retail", 2)] == ("quarantined", "invalid-for-channel")
+        stage(engine, [row("Y-0", "old", 2, "2000")])
+        await until_settled(w, engine, 2.0)
+        assert states(engine)[("Y-0/old", 2)] == ("delayed", None), "never 1500 with 2000"
+        with transaction(engine) as connection:
+            quarantine.retry(
+                connection,
+                [message_id("Y-0/retail", 2)],
+                quarantine.Filters(),
+                operator="test",
+                note=None,
+                now=w.clock.now(),
+                dry_run=False,
+            )
+        await until_settled(w, engine)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert found[("Y-0/retail", 2)] == ("delivered", None)
+    assert found[("Y-0/old", 2)] == ("delivered", None)
+    shown = [(p.value, p.discount_base) for p in ym.applied("Y-0")]
+    assert shown[-1] == (Decimal("1590"), Decimal("2000")), shown
+    assert (Decimal("1500"), Decimal("2000")) not in shown, shown

@@ -164,6 +164,28 @@ def test_an_old_price_set_outside_1c_that_refuses_the_price_is_named_with_the_wa
     assert "outside" not in russian, russian
 
 
+def test_an_old_price_set_outside_1c_with_old_price_mapped_says_to_send_it_not_to_map_it(
+    ozon: OzonSimulator,
+) -> None:
+    """Review ozonpair, item 2 (research §1.1, §1.4): the channel maps 1C's price type ``old``
+    to old_price, but 1C has sent none for this SKU; Ozon holds 1200 set in the cabinet and
+    refuses 1300. The way out is 1C's old price of this SKU (or clearing it in the cabinet),
+    never a mapping the channel already has, in both languages."""
+    product = ozon.product("SKU-1")
+    assert product is not None
+    product.old_price = Decimal(1200)  # the seller's, set in Ozon's cabinet
+    types = {"retail": "price", "old": "old_price"}
+    (answer,) = deliver(target(ozon, price_types=types), price("SKU-1", 1, "1300"))
+    assert (answer.verdict, answer.reason) == (Verdict.TERMINAL, Reason.CHANNEL_RULE)
+    said = answer.detail
+    assert "old_price 1200" in said and "map a 1C price type" not in said, said
+    assert "send this SKU's old price from 1C (price type 'old', mapped to old_price" in said
+    assert "clear the old price in Ozon's seller cabinet" in said, said
+    russian = detail_words(said)
+    assert "сопоставьте" not in russian and "уже сопоставлен" in russian, russian
+    assert "'old'" in russian and "outside" not in russian, russian
+
+
 def test_a_200_without_one_items_result_settles_the_others_by_their_own_answers(
     ozon: OzonSimulator,
 ) -> None:

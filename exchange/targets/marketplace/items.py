@@ -41,6 +41,17 @@ its SKU takes the waiting delivery along under the same lease (``exchange.queue.
 the item carries both when together they keep the rule (one request, 1500/1800, never 1000/1800
 first); when they do not, the item goes without it, as the new price would have alone, and it
 waits on (review 32d, again: the old price 1800 went first beside 1000 while 1500 waited).
+
+A price quarantined for such a rule, broken beside the known price of another type (its
+receipt ``PAIR_RULE``; its words say what a retry and a cancel do, ``pair_words``), is a
+person's to decide (contract 4, 14: nothing leaves quarantine by itself). Meanwhile an item
+that carries a new dependent price (an old price, a minimum, a discount base) beside the known
+independent price that the quarantined one replaced does not go: the pair it would show (1000
+with 1800 while 1500 sits in quarantine) is one 1C never stated. It waits (``AWAITING``, not
+charged, its receipt ``AWAITS_COMPANION``) with words naming the quarantined entry; a retry of
+that one takes it along in one item (``exchange.queue.lease``), a cancel lets it go beside the
+price the marketplace holds (review ozonpair). A dependent price quarantined so is not waited
+for: the next price goes without it (``_replaced``), as documented.
 """
 
 from __future__ import annotations
@@ -49,18 +60,24 @@ import asyncio
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
 from exchange.domain.pause import KNOWN_PRICES_UNREAD
-from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION, KnownPrice, WaitingPrice
+from exchange.domain.prices import (
+    AWAITING_1C,
+    AWAITS_COMPANION,
+    PAIR_RULE,
+    KnownPrice,
+    WaitingPrice,
+)
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
-from exchange.targets.marketplace.money import Money
+from exchange.targets.marketplace.money import Money, text
 from exchange.targets.prices import (
     NO_KNOWN_PRICES,
     NOTHING_WAITING,
@@ -190,6 +207,11 @@ def spread_rule(
     carried, fields_of = item.carried, item.fields_of
     dependent = [m for m in carried if fields_of.get(m.message_id) in named]
     if not dependent or len(dependent) == len(carried):
+        if named and not dependent and verdict.verdict is Verdict.TERMINAL:
+            # The price refused beside the known dependent price the rule names: a new one
+            # of that type waits for a person's decision on it (``PAIR_RULE``).
+            words = pair_words(channel, set(fields_of.values()), None)
+            verdict = replace(verdict, detail=verdict.detail + words, receipt=PAIR_RULE)
         return spread(item, verdict)
     out = {message.message_id: verdict for message in dependent}
     fields = ", ".join(sorted({fields_of[m.message_id] for m in dependent}))
@@ -268,6 +290,10 @@ def build(
                 answers.update(spread(item, why))
                 continue
             item.offer_id = article
+        quarantined = _quarantined_beside(item, channel, held.get(sku, ()))
+        if quarantined is not None:
+            answers.update(spread(item, _waits_for_person(quarantined, channel, most)))
+            continue
         broken = rule(item) if rule is not None else None
         if broken is not None and rule is not None:
             # Both new in this item (none taken along waiting for 1C's next package, which
@@ -301,10 +327,97 @@ def build(
             elif grace is not None:
                 answers.update(spread(item, _waits_for_1c(channel, broken, grace, most)))
             else:
-                answers.update(spread(item, invalid(broken)))
+                quarantine = invalid(broken)
+                if rule(_only_new(item)) is None:
+                    # Broken beside the known price of another type: a person decides, and a
+                    # new price of that type waits for the decision (``_quarantined_beside``).
+                    live = _live(item, channel, held.get(sku, ()))
+                    quarantine.detail += pair_words(channel, set(item.fields_of.values()), live)
+                    quarantine.receipt = PAIR_RULE
+                answers.update(spread(item, quarantine))
             continue
         ready.append(item)
     return Built(ready, answers, broken_by)
+
+
+def pair_words(channel: Channel, fields: set[str], live: Decimal | None) -> str:
+    """What a person's decision on a price quarantined by a rule of two price types does
+    (``PAIR_RULE``), said after its rule: a new price of the dependent types 1C sends waits
+    for it, a retry sends both together, a cancel leaves the price the marketplace holds
+    (``live``, None: unread) beside it. Empty where no such wait can follow: the price refused
+    is itself a dependent one, or the channel maps no dependent type."""
+    mapped = set(channel.price_types.values())
+    others = sorted(f for f in channel.dependent if f in mapped)
+    own = sorted(fields - set(channel.dependent))
+    if not others or not own:
+        return ""
+    held = f"{own[0]} {text(live)} live" if live is not None else f"the {own[0]} it holds live"
+    return (
+        f"; a new {', '.join(others)} from 1C waits for a person's decision on this price: "
+        f"retrying it sends both together, cancelling it leaves {held} on {channel.target}"
+    )
+
+
+def _live(item: Item, channel: Channel, known: Iterable[KnownPrice]) -> Decimal | None:
+    """The known price of the independent type the item carries as new (``price``,
+    ``value``): what the marketplace shows while the item's new one is quarantined."""
+    for price in known:
+        mapped = channel.price_types.get(price.price_type)
+        if mapped is not None and mapped in item.new and mapped not in channel.dependent:
+            return price.amount
+    return None
+
+
+def _only_new(item: Item) -> Item:
+    """``item`` with only the prices it carries as new (none known beside them)."""
+    return Item(
+        item.sku,
+        item.offer_id,
+        {f: a for f, a in item.prices.items() if f in item.new},
+        item.carried,
+        item.new,
+        {f: v for f, v in item.versions.items() if f in item.new},
+        item.fields_of,
+    )
+
+
+def _quarantined_beside(
+    item: Item, channel: Channel, known: Iterable[KnownPrice]
+) -> KnownPrice | None:
+    """The known price beside which an item carrying a new dependent price (an old price, a
+    minimum, a discount base) must not go: one of an independent type (``price``, ``value``)
+    whose newer version sits in quarantine for a rule of two price types
+    (``KnownPrice.quarantined``). 1C replaced it; the pair the item would show (1000 with
+    1800) is one 1C never stated, and whether the quarantined one goes is a person's to
+    decide (contract 4, 14: nothing leaves quarantine by itself; review ozonpair item 1)."""
+    if not item.new & set(channel.dependent):
+        return None
+    for price in known:
+        mapped = channel.price_types.get(price.price_type)
+        if mapped is None or mapped in channel.dependent or mapped in item.new:
+            continue
+        if price.quarantined is not None and price.quarantined_version > item.versions.get(
+            mapped, 0
+        ):
+            return price
+    return None
+
+
+def _waits_for_person(price: KnownPrice, channel: Channel, most: float) -> Classification:
+    mapped = channel.price_types.get(price.price_type)
+    wait = max(most, 1.0)
+    return Classification(
+        Verdict.AWAITING,
+        f"waits for a person's decision on {mapped} version {price.quarantined_version} of its "
+        f"SKU (price type {price.price_type!r}, message_id {price.quarantined}), quarantined by "
+        f"a rule of two price types: beside the {mapped} {price.amount} {channel.target} holds "
+        f"it would show a pair 1C never stated; retrying {price.quarantined} sends both "
+        f"together, cancelling it lets this price go beside {mapped} {price.amount}; looked at "
+        f"again in {seconds_said(wait)} s, not charged",
+        again_in=wait,
+        error_class=AWAITING_PRICE,
+        receipt=AWAITS_COMPANION,  # a retry of the quarantined one takes it along (queue.lease)
+    )
 
 
 def _split(

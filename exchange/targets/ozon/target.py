@@ -46,6 +46,7 @@ from typing import Any
 import httpx
 
 from exchange.domain.pause import SETTING_MISSING
+from exchange.domain.prices import PAIR_RULE
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
@@ -64,6 +65,7 @@ from exchange.targets.marketplace.items import (
     by_sku,
     gather,
     invalid,
+    pair_words,
     sku_of,
     spread,
     spread_rule,
@@ -188,15 +190,29 @@ def ozon_rule(item: Item) -> str | None:
     return None
 
 
-def own_old_price_words(said: str, old: Decimal | None, price: Decimal | None) -> str:
+def own_old_price_words(
+    said: str, old: Decimal | None, price: Decimal | None, mapped: Sequence[str] = ()
+) -> str:
     """Ozon's refusal ``said`` of a price by its rule of ``old_price`` when 1C sent none: the
     old price Ozon holds (``old``; None or 0: unread) was set outside 1C, in the seller's
-    cabinet, and the way out (research §1.1: ``old_price`` "0" clears it)."""
+    cabinet, and the way out (research §1.1: ``old_price`` "0" clears it). ``mapped``: the 1C
+    price types the channel maps to ``old_price``; where there are some, the way out is 1C's
+    old price of this SKU, not a mapping the channel has already (review ozonpair item 2)."""
     held = "an old price" if not old else f"old_price {text(old)}"
+    if mapped:
+        way = (
+            "send this SKU's old price from 1C (price type "
+            f"{', '.join(repr(t) for t in sorted(mapped))}, mapped to old_price; 1C has sent "
+            "none of it for this SKU)"
+        )
+    else:
+        way = (
+            "send an old price from 1C (map a 1C price type to old_price in the channel's "
+            "price types)"
+        )
     return (
         f"{said.rstrip('.')}. Ozon holds {held} set outside 1C (in the seller's cabinet), "
-        f"which the price {'?' if price is None else text(price)} sent does not fit: send an "
-        "old price from 1C (map a 1C price type to old_price in the channel's price types) "
+        f"which the price {'?' if price is None else text(price)} sent does not fit: {way} "
         "or clear the old price in Ozon's seller cabinet"
     )
 
@@ -939,10 +955,12 @@ class OzonTarget:
         name that old price (one read of Ozon's prices for them all; unread, it is said
         unnamed) and the way out: send an old price from 1C, or clear it in the cabinet."""
         found = await self.offers([item.offer_id for item, _ in refused])
+        mapped = [t for t, f in self.channel.price_types.items() if f == "old_price"]
         for item, verdict in refused:
             entry = found.get(item.offer_id) if isinstance(found, dict) else None
             old = _money(entry, "old_price") if entry is not None else None
-            detail = own_old_price_words(verdict.detail, old, item.prices.get("price"))
+            detail = own_old_price_words(verdict.detail, old, item.prices.get("price"), mapped)
+            detail += pair_words(self.channel, set(item.fields_of.values()), None)
             answers.update(
                 spread(
                     item,
@@ -952,6 +970,9 @@ class OzonTarget:
                         http_status=verdict.http_status,
                         error_class=verdict.error_class,
                         reason=verdict.reason,
+                        # Refused beside the old price Ozon holds: a new old price from 1C
+                        # waits for a person's decision on it (``items``, ``PAIR_RULE``).
+                        receipt=PAIR_RULE,
                     ),
                 )
             )
