@@ -1513,6 +1513,46 @@ def test_the_split_of_a_400_naming_no_offer_is_bounded(ym: YmSimulator) -> None:
     assert 1 + 20 == ym.requests["offer-prices/updates"]
 
 
+@pytest.mark.parametrize(
+    "ym",
+    [
+        {"switches": {"errors_named": named, "discount_bounds": "exclusive"}}
+        for named in ("none", "first")
+    ],
+    indirect=True,
+    ids=["none-named", "first-named"],
+)
+def test_a_400_naming_no_offer_down_to_a_value_and_its_discount_quarantines_the_discount_only(
+    ym: YmSimulator,
+) -> None:
+    """Review ym400b finding 1 (docs/marketplaces.md: "a rule of two price types quarantines
+    only the one that broke it"; contract 14: right under both settings of every unconfirmed
+    point): 199 good offers and one of value 950 with discountBase 1000 (exactly 5 %, which
+    Yandex's ``exclusive`` bounds refuse, research §3.1). Whether the 400 names the offer or
+    nothing ("Internal validation failed", §3.4), the discountBase alone is quarantined
+    ``channel-rule`` and Yandex shows the value 950 (it was: both http-400, no price)."""
+    clock = Clock()
+    messages = [price(f"SKU-{n}", 1, "1000") for n in range(199)]
+    messages[77:77] = [price("BX", 1, "950"), price("BX", 1, "1000", price_type="old")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        found = await send_all(t, messages)
+        again = [m for m, c in zip(messages, found, strict=True) if c.again_in == 1.0]
+        if again:  # a named refusal: the value goes again alone on its next lease
+            assert [("BX", "950")] == [(m.aggregate.split("/")[0], "950") for m in again]
+            found[77] = (await t.send([messages[77]]))[0]
+        return found
+
+    found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    value, base = found[77:79]
+    assert (base.verdict, base.reason) == (Verdict.TERMINAL, Reason.CHANNEL_RULE), base.detail
+    assert value.verdict in (Verdict.AWAITING, Verdict.DELIVERED), value.detail
+    others = found[:77] + found[79:]
+    assert all(c.verdict in (Verdict.AWAITING, Verdict.DELIVERED) for c in others)
+    live = ym.live("BX")
+    assert live is not None and (live.value, live.discount_base) == (950, None)
+
+
 def test_a_200_whose_body_says_status_error_is_no_acceptance() -> None:
     """§3.4: Yandex's acceptance is 200 ``{"status":"OK"}``; ``{"status":"ERROR", "errors":
     […]}`` is its error answer (``ApiErrorResponse``). A 200 carrying the error is not
