@@ -1607,6 +1607,17 @@ class YandexMarketTarget:
                 status = response.status_code
                 # A 420 is Yandex's pace, kept here; the worker's pace only counts it.
                 self._pacer.done(sent_at, status, None)
+            if budget is not None:
+                # Every answer (200, 4xx) says what is left of the cabinet's budget until when
+                # (§3.3): no request of more goes before it (pace.py ``told``). Its limit below
+                # a request's size cuts the requests (a request larger than the minute is
+                # refused every time); the budget itself is lowered only by a 420 naming it: a
+                # simulator whose minute is scaled down names its limit in simulated minutes.
+                budget.told(answers.remaining(response), answers.until(response))
+                limit = answers.resource_limit(response)
+                reads = budget is self.read_budget
+                if limit is not None and limit < (self.per_read if reads else self.per_request):
+                    self._lower(limit, reads=reads)
             if status != 420:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
@@ -1617,10 +1628,10 @@ class YandexMarketTarget:
                 log.info("Yandex Market's per-minute budget is spent: waiting %.1f s", held)
                 limit = answers.resource_limit(response)
                 if budget is not None and limit is not None and limit < cost:
-                    # The cabinet's budget is below this request: sent again whole, it is
-                    # refused every time (review 32b: 4 times in 3 minutes); cut to fit
-                    # (an update by ``_update``, a read-back by ``_read_back``).
                     self._lower(limit, reads=budget is self.read_budget)
+                    # The cabinet's budget is below this request: sent again
+                    # whole, it is refused every time (review 32b: 4 times in 3 minutes); cut
+                    # to fit (an update by ``_update``, a read-back by ``_read_back``).
                     raise _TooBig(limit)
         assert response is not None
         if response.status_code == 200:
