@@ -2386,6 +2386,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("HTTP 400 ({s}), read back: offer {o} holds the price as sent already"),
     ),
     (
+        r"HTTP 400: Yandex Market refused offer (?P<o>'.*?'): (?P<s>.+); its read-back does "
+        r"not show the price (?P<t>\S+) s later either",
+        N_(
+            "HTTP 400: Yandex Market refused offer {o}: {s}; its read-back does not show the "
+            "price {t} s later either"
+        ),
+    ),
+    (
         r"HTTP 400: Yandex Market refused offer (?P<o>'.*?'): (?P<s>.+)",
         N_("HTTP 400: Yandex Market refused offer {o}: {s}"),
     ),

@@ -553,7 +553,16 @@ def retry(
                 Event.OPERATOR_RETRY,
                 State.QUARANTINED,
                 State.NEW,
-                values={"attempts": 0, "next_try_at": None, "waiting_since": now, "reason": None},
+                # The receipt an attempt left for the next (Yandex Market's ``ym-accepted:``,
+                # "accepted, read it back") is not the person's: a retry sends the message once
+                # more (review ym400b: a retried price was only read back, quarantined again).
+                values={
+                    "attempts": 0,
+                    "next_try_at": None,
+                    "waiting_since": now,
+                    "reason": None,
+                    "receipt": None,
+                },
                 operator=operator,
                 note=note,
                 detail=detail,

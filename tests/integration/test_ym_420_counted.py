@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from exchange import app as bootstrap
 from exchange.dev.simclock import SimClock
 from exchange.dev.testing import price_row, run_worker, stage
-from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator, YmSwitches
 
 KEY = "ym-key-420"
 
@@ -24,14 +24,16 @@ KEY = "ym-key-420"
 @pytest.fixture
 def ym() -> Iterator[YmSimulator]:
     # Its minute never ends (a still clock, its Resource-Until long past: each 420 is held
-    # PAST_UNTIL only); 6 offers a minute: the second request of 5 meets 420s only.
+    # PAST_UNTIL only); 1000 offers a minute (the channel's figure: nothing to learn from its
+    # Resource-Limit), another program spent all but 6: the second request of 5 meets 420s only.
     sim = YmSimulator(
         KEY,
         1001,
         clock=SimClock(0, start=1_790_000_000.0),
         switches=YmSwitches(apply_delay=0),
-        offers_per_minute=6,
+        offers_per_minute=1000,
     )
+    assert sim.budgets[UPDATE_RESOURCE].take(1000 - 6, False)
     sim.start()
     yield sim
     sim.stop()

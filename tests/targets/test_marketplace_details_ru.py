@@ -109,6 +109,9 @@ def _ym_details() -> list[str]:
         "the read-back failed (HTTP 500: INTERNAL boom); read again",
         "HTTP 400: Yandex Market refused offer 'SKU-1': OFFER_NOT_FOUND no such offer",
         "HTTP 400: Yandex Market refused the request 3 times, each naming other offers",
+        # review ym400b: refused, maybe taken, read back and not shown (``_read_accepted``)
+        "HTTP 400: Yandex Market refused offer 'E0003': BAD_REQUEST Internal validation failed; "
+        "its read-back does not show the price 30 s later either",
         "offer 'SKU-1': discountBase 90 is not above value 100",
         # ymfix: Yandex's quarantine holds another price than the update's, and a release refused
         "Yandex Market withholds another price of offer 'SKU-1' in its price quarantine, "
@@ -151,6 +154,7 @@ OWN_WORDS = (
     "bad things",
     "no access",
     "no such offer",
+    "Internal validation failed",
     YM_DISCOUNT,
 )
 

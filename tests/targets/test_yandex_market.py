@@ -19,7 +19,7 @@ import pytest
 from conformance import price
 
 from exchange.dev.simclock import SimClock
-from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator, YmSwitches
 from exchange.domain.prices import KnownPrice, WaitingPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
@@ -483,15 +483,16 @@ def test_a_send_never_waits_a_minute_for_the_budget_it_hands_the_offers_back(
 @pytest.mark.parametrize(
     "ym",
     [
-        {"offers_per_minute": 6, "clock": SimClock(30), "switches": {"until_rounding": way}}
+        {"offers_per_minute": 1000, "clock": SimClock(30), "switches": {"until_rounding": way}}
         for way in ("up", "down")
     ],
     indirect=True,
     ids=["until-rounded-up", "until-rounded-down"],
 )
 def test_a_420_for_the_budget_waits_and_the_request_goes_again(ym: YmSimulator) -> None:
-    """The simulator's minute lasts two seconds (a clock 30 times faster), its budget 6 offers;
-    the target believes in more (another program spends the cabinet's budget): Yandex's 420 is
+    """The simulator's minute lasts two seconds (a clock 30 times faster); another program
+    spent all but 3 offers of the cabinet's minute before the target's first request (no
+    answer told the target of it, §3.3 ``-Remaining``): Yandex's 420 is
     waited out until past X-RateLimit-Resource-Until (whole seconds, rounded up or down: §3.3
     does not say) and the same offers go again once, accepted (review 32: at the moment named
     they were refused three more times within 50 ms). Both sends start at the beginning of one
@@ -502,6 +503,7 @@ def test_a_420_for_the_budget_waits_and_the_request_goes_again(ym: YmSimulator) 
     async def scenario(t: YandexMarketTarget) -> list[Classification]:
         length = ym.clock.wall(60)
         await asyncio.sleep(length - ym.clock.wall_now() % length)
+        assert ym.budgets[UPDATE_RESOURCE].take(1000 - 3, False), "another program"
         first = await t.send(messages)
         return first + await t.send([price(f"SKU-{n}", 1, "10") for n in range(5, 10)])
 
@@ -509,6 +511,46 @@ def test_a_420_for_the_budget_waits_and_the_request_goes_again(ym: YmSimulator) 
     assert [Verdict.AWAITING] * 10 == verdicts(found)
     assert 10 == ym.accepted
     assert 3 == ym.requests["offer-prices/updates"], "one 420, then sent again"
+
+
+@pytest.mark.parametrize("ym", [{"clock": SimClock(1)}], indirect=True, ids=["real-minute"])
+def test_a_200_saying_nothing_is_left_holds_the_next_request_until_the_moment_named(
+    ym: YmSimulator,
+) -> None:
+    """Review ym400b finding 3 (research §3.3: ``X-RateLimit-Resource-Limit``, ``-Remaining``
+    and ``-Until`` come on every answer): another program spent the cabinet's minute; a 200
+    says 0 left until the minute's end. The next offers never go before it (they waited
+    uncharged, ``AWAITING``) where they went at once and Yandex refused them 420."""
+    other = ym.budgets[UPDATE_RESOURCE]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        length = 60.0
+        if length - ym.clock.wall_now() % length < 15:  # the minute ends soon: the next one
+            await asyncio.sleep(length - ym.clock.wall_now() % length + 0.2)
+        assert other.take(10_000 - 5, False), "another program spends the minute"
+        first = await t.send([price(f"SKU-{n}", 1, "10") for n in range(5)])
+        assert 1 == ym.requests["offer-prices/updates"]
+        return first + await t.send([price(f"SKU-{n}", 1, "10") for n in range(5, 10)])
+
+    found = run(lambda: target(ym), scenario)
+    assert [Verdict.AWAITING] * 10 == verdicts(found), [c.detail for c in found]
+    assert 1 == ym.requests["offer-prices/updates"], "nothing sent that Yandex would refuse"
+    assert 5 == ym.accepted
+
+
+@pytest.mark.parametrize(
+    "ym", [{"clock": SimClock(1), "offers_per_minute": 300}], indirect=True, ids=["300"]
+)
+def test_a_200_naming_a_limit_below_the_request_cuts_the_requests_to_it(ym: YmSimulator) -> None:
+    """Review ym400b finding 3 (§3.3: ``X-RateLimit-Resource-Limit`` on every answer): the
+    cabinet allows 300 offers a minute, the channel says 10 000; a 200 naming 300 cuts the
+    next requests to 300 offers, never 500 that Yandex refuses 420 every time."""
+
+    async def scenario(t: YandexMarketTarget) -> int:
+        await t.send([price("SKU-1", 1, "10")])
+        return t.per_request
+
+    assert 300 == run(lambda: target(ym), scenario)
 
 
 @pytest.mark.parametrize("ym", [{"switches": {"parallel": 1}}], indirect=True, ids=["one-at-once"])
@@ -1131,17 +1173,18 @@ def test_a_400_that_names_no_offer_of_the_request_decides_the_whole_request() ->
     assert Verdict.TERMINAL == answers.whole(response).verdict
 
 
-@pytest.mark.parametrize("ym", [{"offers_per_minute": 6}], indirect=True, ids=["spent"])
+@pytest.mark.parametrize("ym", [{"offers_per_minute": 1000}], indirect=True, ids=["spent"])
 def test_a_420_still_refused_is_the_pace_never_a_failure_the_breaker_counts_or_charged(
     ym: YmSimulator,
 ) -> None:
     """Contract 14: Yandex's 420 is its pace. The simulator's minute never ends (its clock
-    stands still) and its budget of 6 offers is spent: the update, waited out and refused
-    ``TRIES`` times, waits (``AWAITING``: not charged, not TEMPORARY for the breaker)."""
+    stands still) and another program spent all but 2 offers of its budget: the update,
+    waited out and refused ``TRIES`` times, waits (``AWAITING``: not charged, not TEMPORARY
+    for the breaker)."""
     clock = Clock()
+    assert ym.budgets[UPDATE_RESOURCE].take(1000 - 2, False), "another program"
 
     async def scenario(t: YandexMarketTarget) -> list[Classification]:
-        await t.send([price(f"SKU-{n}", 1, "10") for n in range(5)])
         return await t.send([price(f"SKU-{n}", 1, "10") for n in range(5, 10)])
 
     found = run(
@@ -1511,6 +1554,46 @@ def test_the_split_of_a_400_naming_no_offer_is_bounded(ym: YmSimulator) -> None:
     found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
     assert [Verdict.TERMINAL] * 40 == verdicts(found)
     assert 1 + 20 == ym.requests["offer-prices/updates"]
+
+
+@pytest.mark.parametrize(
+    "ym",
+    [
+        {"switches": {"errors_named": named, "discount_bounds": "exclusive"}}
+        for named in ("none", "first")
+    ],
+    indirect=True,
+    ids=["none-named", "first-named"],
+)
+def test_a_400_naming_no_offer_down_to_a_value_and_its_discount_quarantines_the_discount_only(
+    ym: YmSimulator,
+) -> None:
+    """Review ym400b finding 1 (docs/marketplaces.md: "a rule of two price types quarantines
+    only the one that broke it"; contract 14: right under both settings of every unconfirmed
+    point): 199 good offers and one of value 950 with discountBase 1000 (exactly 5 %, which
+    Yandex's ``exclusive`` bounds refuse, research §3.1). Whether the 400 names the offer or
+    nothing ("Internal validation failed", §3.4), the discountBase alone is quarantined
+    ``channel-rule`` and Yandex shows the value 950 (it was: both http-400, no price)."""
+    clock = Clock()
+    messages = [price(f"SKU-{n}", 1, "1000") for n in range(199)]
+    messages[77:77] = [price("BX", 1, "950"), price("BX", 1, "1000", price_type="old")]
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        found = await send_all(t, messages)
+        again = [m for m, c in zip(messages, found, strict=True) if c.again_in == 1.0]
+        if again:  # a named refusal: the value goes again alone on its next lease
+            assert [("BX", "950")] == [(m.aggregate.split("/")[0], "950") for m in again]
+            found[77] = (await t.send([messages[77]]))[0]
+        return found
+
+    found = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    value, base = found[77:79]
+    assert (base.verdict, base.reason) == (Verdict.TERMINAL, Reason.CHANNEL_RULE), base.detail
+    assert value.verdict in (Verdict.AWAITING, Verdict.DELIVERED), value.detail
+    others = found[:77] + found[79:]
+    assert all(c.verdict in (Verdict.AWAITING, Verdict.DELIVERED) for c in others)
+    live = ym.live("BX")
+    assert live is not None and (live.value, live.discount_base) == (950, None)
 
 
 def test_a_200_whose_body_says_status_error_is_no_acceptance() -> None:

@@ -165,6 +165,13 @@ def resource_limit(response: httpx.Response) -> int | None:
     return int(text) if text.isdigit() and int(text) > 0 else None
 
 
+def remaining(response: httpx.Response) -> int | None:
+    """``X-RateLimit-Resource-Remaining`` (§3.3: on every answer, what is left of the resource
+    until ``-Until``), or None when absent or not a whole number."""
+    text = (response.headers.get("X-RateLimit-Resource-Remaining") or "").strip()
+    return int(text) if text.isdigit() else None
+
+
 def named_offers(response: httpx.Response, sent: list[str]) -> dict[str, str]:
     """The offers a 400 names, each with its words: by ``offerId`` (as Yandex trims it, so as
     sent) or by its index in the request's ``offers``. Offers not in ``sent`` are left out."""

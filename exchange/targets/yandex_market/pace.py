@@ -13,7 +13,9 @@ The worker's own pace counts requests and learns 429s; Yandex answers 420 and sa
   budget is spread over the minute instead of spent in its first second, which is what a
   simulator whose minute is scaled down to a second can take too;
   a 420 for the budget (another program on the same cabinet, a restart within the minute)
-  holds every request until past the moment Yandex names (``PAST_UNTIL``: whole seconds).
+  holds every request until past the moment Yandex names (``PAST_UNTIL``: whole seconds);
+  every answer's ``X-RateLimit-Resource-Remaining`` and ``-Until`` (``told``, §3.3) hold a
+  request of more offers than are left until past that moment too;
   Waiters go in turn (a lock). A send waits ``LONGEST_WAIT`` at most (``take``'s ``most``):
   a longer wait (a lowered budget's minute, a 420's hold) raises ``Later`` instead, nothing
   counted, and the target hands the offers back uncharged, due again when the budget has room:
@@ -88,6 +90,9 @@ class OfferBudget:
         self._used = 0
         self._held_until = -float("inf")
         self._refused_at = -float("inf")  # the last 420 for the budget (``hold_until``)
+        # Yandex's own count on its last answer (``told``): offers left, until when (monotonic).
+        self._left: int | None = None
+        self._left_until = -float("inf")
         self._lock: asyncio.Lock | None = None
 
     def wait(self, offers: int, now: float) -> float:
@@ -102,6 +107,8 @@ class OfferBudget:
         if self._held_until > now:
             return self._held_until - now
         need = min(offers, self.limit)
+        if self._left is not None and now < self._left_until and need > self._left:
+            return self._left_until - now  # Yandex said fewer are left until then (``told``)
         if self._used + need <= self.limit:
             return 0.0
         freed = self._used
@@ -114,6 +121,22 @@ class OfferBudget:
     def spend(self, offers: int, now: float) -> None:
         self._sent.append((now, offers))
         self._used += offers
+        if self._left is not None:
+            self._left = max(0, self._left - offers)
+
+    def told(self, remaining: int | None, moment: datetime | None) -> None:
+        """What Yandex says on every answer (§3.3: ``X-RateLimit-Resource-Remaining`` and
+        ``-Until``): ``remaining`` offers are left until ``moment``. No request of more goes
+        before it (``PAST_UNTIL`` after it, as ``hold_until``): another program on the cabinet,
+        or a minute Yandex counts otherwise, spends the budget too (review ym400b: a 200 said
+        0 left and 500 offers went 3 s later, refused 420). A moment already past says nothing."""
+        if remaining is None or moment is None:
+            return
+        left = (moment - self._wall()).total_seconds()
+        if left + PAST_UNTIL <= 0:
+            return
+        self._left = remaining
+        self._left_until = self._monotonic() + min(LONGEST_HOLD, max(0.0, left) + PAST_UNTIL)
 
     async def take(self, offers: int, *, most: float | None = None) -> None:
         """Wait until ``offers`` fit, then count them as sent. ``most``: seconds to wait at

@@ -927,6 +927,11 @@ class YandexMarketTarget:
                     out.update(await self._update(left[half:], splits, refused_before=True))
                     return out
                 words = unnamed.classification.detail
+                if len(left) == 1 and _value_alone(left[0]) is not None:
+                    tried = await self._value_alone(left[0], words, chain)
+                    if tried is not None:
+                        out.update(tried)
+                        return out
                 out.update(
                     await self._refused(
                         left, {i.offer: words for i in left}, refused_before=chain, unnamed=True
@@ -967,6 +972,38 @@ class YandexMarketTarget:
             )
         )
         return out
+
+    async def _value_alone(
+        self, item: _Item, words: str, chain: bool
+    ) -> dict[str, Classification] | None:
+        """One offer a 400 naming nothing refused (``_Unnamed``, down to it) that carries a new
+        dependent price (``discountBase``) beside its new value: which of them broke a rule is
+        not said, so the value goes alone, as it goes after a 400 that names the discount
+        (``shared.spread_rule``; docs/marketplaces.md: a rule of two price types quarantines
+        only the one that broke it). Accepted alone: only the dependent price is quarantined,
+        ``channel-rule`` with Yandex's words. Refused alone too: None, the item ends as any
+        refused offer does (``_refused``). Neither (a 420, a 5xx, no answer): every price of
+        the item takes the value's answer, and the item goes whole again. After an earlier
+        400 (``chain``) that may have taken the item (§8), the read-back says so first."""
+        if chain:
+            held, rest = await self._held_already([item], words)
+            if not rest:
+                return held
+        alone = _value_alone(item)
+        assert alone is not None
+        tried = await self._update([alone], [0])
+        said = [tried[m.message_id] for m in alone.carried]
+        alone_ids = {m.message_id for m in alone.carried}
+        if all(c.verdict in (Verdict.AWAITING, Verdict.DELIVERED) for c in said):
+            rule = answers.refused_by_rule(item.offer, words.removeprefix("HTTP 400: "))
+            tried.update(
+                (m.message_id, rule) for m in item.carried if m.message_id not in alone_ids
+            )
+            return tried
+        if all(c.verdict is Verdict.TERMINAL and c.http_status == 400 for c in said):
+            return None
+        tried.update((m.message_id, said[0]) for m in item.carried if m.message_id not in alone_ids)
+        return tried
 
     async def _mark_sent(self, items: list[_Item]) -> tuple[Classification | None, dict[str, str]]:
         """Before the update leaves, each item's deliveries keep ``ym-sent:`` and the item, in
@@ -1624,6 +1661,16 @@ class YandexMarketTarget:
                 status = response.status_code
                 # A 420 is Yandex's pace, kept here; the worker's pace only counts it.
                 self._pacer.done(sent_at, status, None)
+            # Every answer (200, 4xx) says what is left of the method's budget until when
+            # (§3.3): no request of more goes before it (pace.py ``told``). Its limit below a
+            # request's size cuts the requests (a request larger than the minute is refused
+            # every time); the budget itself is lowered only by a 420 naming it: a simulator
+            # whose minute is scaled down names its limit in simulated minutes.
+            budget.told(answers.remaining(response), answers.until(response))
+            limit = answers.resource_limit(response)
+            reads = budget is not self.budget
+            if limit is not None and limit < (self.per_read if reads else self.per_request):
+                self._lower(limit, budget)
             if status != 420:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
@@ -1840,6 +1887,34 @@ def _one_offer(item: _Item, other: str) -> str:
         f"SKUs {other!r} and {item.sku!r} are one Yandex Market offer {item.offer!r} (Yandex "
         "trims offerId, and under sku_source=article two goods may share an article): each "
         "would overwrite the other's price; give them distinct SKUs (or articles) in 1C"
+    )
+
+
+def _value_alone(item: _Item) -> _Item | None:
+    """``item`` without the dependent prices it carries as new beside its other new prices
+    (none of them: no discount, §3.1, §3.6.2; never the delivered one 1C replaced, as
+    ``shared.spread_rule``'s retry goes), carrying only the others; None when it carries no
+    dependent price as new or nothing else."""
+    dependent = [m for m in item.carried if item.fields_of.get(m.message_id) in DEPENDENT]
+    if not dependent or len(dependent) == len(item.carried):
+        return None
+    fields = dict(item.fields)
+    versions = dict(item.versions)
+    for message in dependent:
+        name = item.fields_of[message.message_id]
+        none = DEPENDENT[name]
+        if none is None:
+            fields.pop(name, None)
+        else:
+            fields[name] = none
+    gone = {m.message_id for m in dependent}
+    return _Item(
+        item.offer,
+        item.sku,
+        _no_discount(fields),
+        [m for m in item.carried if m.message_id not in gone],
+        versions,
+        {k: v for k, v in item.fields_of.items() if k not in gone},
     )
 
 
