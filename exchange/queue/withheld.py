@@ -28,7 +28,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, case, exists, func, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    case,
+    exists,
+    func,
+    literal,
+    select,
+    update,
+)
 
 from exchange.db.rowset import rowset
 from exchange.db.schema import channel_aggregates, deliveries, history, messages
@@ -396,6 +407,43 @@ def _released_by_channel() -> ColumnElement[bool]:
     )
 
 
+def _superseded_columns(successor: Any) -> tuple[ColumnElement[Any], ...]:
+    """What both supersede paths select of a withheld delivery (``apply_selected``'s
+    columns), its successor's message id, and whether a person's release of it was carried
+    out (``_released_by_channel``)."""
+    d = deliveries.c
+    return (
+        d.message_pk.label("id"),
+        d.channel_id,
+        d.state,
+        d.locked_by,
+        d.attempts,
+        d.leased_at,
+        d.locked_until,
+        successor.c.message_id.label("successor"),
+        case((_released_by_channel(), 1), else_=0).label("released"),
+    )
+
+
+def _cancel_superseded(
+    connection: Connection, chosen: Select[Any], now: datetime, *, released: str, plain: str
+) -> int:
+    """Cancel, reason ``superseded``, what ``chosen`` (``_superseded_columns``) selects; its
+    detail: ``released`` for a version a person's release put live, else ``plain``, then the
+    successor's id."""
+    return apply_selected(
+        connection,
+        Event.SUPERSEDED,
+        chosen,
+        now=now,
+        values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
+        detail=lambda c: (
+            case((c.c.released == 1, literal(released)), else_=literal(plain))
+            + func.coalesce(c.c.successor, literal("a newer version"))
+        ),
+    )
+
+
 def supersede_delivered(
     connection: Connection, aggregate_ids: Sequence[int], now: datetime, *, channel_id: int
 ) -> int:
@@ -408,20 +456,8 @@ def supersede_delivered(
     d, cursor = deliveries.c, channel_aggregates.c
     newest = deliveries.alias("newest")
     successor = messages.alias("successor")
-    released_before = _released_by_channel()
     chosen = (
-        select(
-            d.message_pk.label("id"),
-            d.channel_id,
-            d.state,
-            d.locked_by,
-            d.attempts,
-            d.leased_at,
-            d.locked_until,
-            cursor.done_version.label("done"),
-            successor.c.message_id.label("successor"),
-            case((released_before, 1), else_=0).label("released"),
-        )
+        select(*_superseded_columns(successor), cursor.done_version.label("done"))
         .join(
             channel_aggregates,
             and_(cursor.aggregate_id == d.aggregate_id, cursor.channel_id == d.channel_id),
@@ -442,25 +478,13 @@ def supersede_delivered(
             d.version < cursor.done_version,
         )
     )
-    return apply_selected(
+    return _cancel_superseded(
         connection,
-        Event.SUPERSEDED,
         chosen,
-        now=now,
-        values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
-        detail=lambda c: (
-            case(
-                (
-                    c.c.released == 1,
-                    literal(
-                        "withheld, then released to buyers at a person's ask, and a newer "
-                        "version was delivered: superseded by "
-                    ),
-                ),
-                else_=literal("withheld, and a newer version was delivered: superseded by "),
-            )
-            + func.coalesce(c.c.successor, literal("a newer version"))
-        ),
+        now,
+        released="withheld, then released to buyers at a person's ask, and a newer version was "
+        "delivered: superseded by ",
+        plain="withheld, and a newer version was delivered: superseded by ",
     )
 
 
@@ -487,17 +511,7 @@ def supersede_withheld(
     successor = messages.alias("successor")
     newest = deliveries.alias("newest")
     chosen = (
-        select(
-            d.message_pk.label("id"),
-            d.channel_id,
-            d.state,
-            d.locked_by,
-            d.attempts,
-            d.leased_at,
-            d.locked_until,
-            successor.c.message_id.label("successor"),
-            case((_released_by_channel(), 1), else_=0).label("released"),
-        )
+        select(*_superseded_columns(successor))
         .join(
             newest_withheld,
             and_(
@@ -517,27 +531,13 @@ def supersede_withheld(
         .where(d.channel_id == channel_id, d.state == State.WITHHELD.value)
         .params(**params)
     )
-    return apply_selected(
+    return _cancel_superseded(
         connection,
-        Event.SUPERSEDED,
         chosen,
-        now=now,
-        values=lambda c: {"reason": Reason.SUPERSEDED.value, "superseded_by": c.c.successor},
-        detail=lambda c: (
-            case(
-                (
-                    c.c.released == 1,
-                    literal(
-                        "withheld, then released to buyers at a person's ask, and the channel "
-                        "withholds a newer version instead: superseded by "
-                    ),
-                ),
-                else_=literal(
-                    "withheld, and the channel withholds a newer version instead: superseded by "
-                ),
-            )
-            + func.coalesce(c.c.successor, literal("a newer version"))
-        ),
+        now,
+        released="withheld, then released to buyers at a person's ask, and the channel "
+        "withholds a newer version instead: superseded by ",
+        plain="withheld, and the channel withholds a newer version instead: superseded by ",
     )
 
 
