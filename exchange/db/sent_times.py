@@ -236,25 +236,9 @@ class DbSentTimes:
         """For each of ``skus``, the receipts of its deliveries on the channel recorded since
         ``moment`` (any state: a lost send's delivery superseded since still names it) that
         hold a word beginning with ``prefix`` after the first (``lost``)."""
-        wanted = sorted(set(skus))
-        found: dict[str, list[str]] = {}
-        d = deliveries.c
-        with self.engine.connect() as connection:
-            ids = channel_ids(connection, self.channel)
-            for start in range(0, len(wanted), CHUNK):
-                rows = connection.execute(
-                    select(aggregates.c.sku, d.receipt)
-                    .select_from(deliveries.join(aggregates, aggregates.c.id == d.aggregate_id))
-                    .where(
-                        on(d.channel_id, ids),
-                        d.updated_at >= moment,
-                        d.receipt.contains(" " + prefix, autoescape=True),
-                        aggregates.c.sku.in_(wanted[start : start + CHUNK]),
-                    )
-                )
-                for sku, receipt in rows:
-                    found.setdefault(str(sku), []).append(str(receipt))
-        return found
+        return self._receipts(
+            skus, moment, deliveries.c.receipt.contains(" " + prefix, autoescape=True)
+        )
 
     def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
         """The lost sends ``words`` (``lost``'s) landed, or their wait is over: each taken out
@@ -284,6 +268,15 @@ class DbSentTimes:
     def receipts_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
     ) -> dict[str, list[str]]:
+        return self._receipts(
+            skus, moment, deliveries.c.receipt.startswith(prefix, autoescape=True)
+        )
+
+    def _receipts(
+        self, skus: Iterable[str], moment: datetime, matching: ColumnElement[bool]
+    ) -> dict[str, list[str]]:
+        """Per SKU, the receipts ``matching`` of its deliveries on the channel updated since
+        ``moment`` (any state)."""
         wanted = sorted(set(skus))
         found: dict[str, list[str]] = {}
         d = deliveries.c
@@ -296,7 +289,7 @@ class DbSentTimes:
                     .where(
                         on(d.channel_id, ids),
                         d.updated_at >= moment,
-                        d.receipt.startswith(prefix, autoescape=True),
+                        matching,
                         aggregates.c.sku.in_(wanted[start : start + CHUNK]),
                     )
                 )
