@@ -13,7 +13,7 @@ from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, channel_names, targets_by_id
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.i18n import Lang, _, ngettext
-from exchange.ops.find import price_of
+from exchange.ops.find import price_of, sku_of
 from exchange.ops.withheld_behind import advice, behind
 from exchange.queue import withheld as withheld_rows
 from exchange.words import detail_words
@@ -39,7 +39,8 @@ def withheld_entries(engine: Engine, channel: str | None = None) -> list[dict[st
     return [
         {
             "message_id": row.message_id,
-            "sku": row.aggregate,
+            "sku": sku_of(row.payload, row.aggregate),
+            "aggregate": row.aggregate,
             "version": row.version,
             "channel": names.get(row.channel_id, str(row.channel_id)),
             "price": price_of(row.kind, row.payload)["price"],

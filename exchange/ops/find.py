@@ -450,6 +450,16 @@ def count_found(connection: Connection, term: str, channel: Channel = None) -> i
     return int(connection.execute(select(func.count()).select_from(m)).scalar_one())
 
 
+def sku_of(payload: str, aggregate: str) -> str:
+    """A message's SKU: its payload's ``sku``, else its aggregate's first part (contract 1:
+    ``<sku>/<price_type>``), never the aggregate itself."""
+    try:
+        value = json.loads(payload, parse_float=Decimal).get("sku")
+    except (ValueError, AttributeError):
+        value = None
+    return str(value) if value is not None else aggregate.partition("/")[0]
+
+
 def price_of(kind: str, payload: str) -> dict[str, str | None]:
     """A ``price`` message's price and currency as its payload says them (text: the decimal
     exactly as stored; no currency: the contract's ``DEFAULT_CURRENCY``, as the intake reads

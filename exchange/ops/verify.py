@@ -10,11 +10,9 @@ price back) is refused in one line, exit 2, as is a channel that is not there.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine, and_, exists, select
@@ -25,7 +23,7 @@ from exchange.db.schema import channels, deliveries, history, messages
 from exchange.domain.clock import local_time
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
-from exchange.ops.find import price_of
+from exchange.ops.find import price_of, sku_of
 from exchange.ops.waits import awaiting
 from exchange.queue.deliveries import one_channel as deliveries_one_channel
 from exchange.settings import Channel
@@ -178,7 +176,7 @@ def latest_delivered(engine: Engine, channel: str | int | None = None) -> list[D
         rows = connection.execute(query.where(on(d.c.channel_id, ids))).all()
     once = {r[0]: r for r in rows}  # a message delivered to several channels: once
     return [
-        Delivered(OutgoingMessage(r[0], r[1], r[2], r[3], r[4], r[5]), _sku(r[4], r[2]))
+        Delivered(OutgoingMessage(r[0], r[1], r[2], r[3], r[4], r[5]), sku_of(r[4], r[2]))
         for r in once.values()
     ]
 
@@ -261,14 +259,6 @@ def newer_versions(
             price = price_of(r.kind, r.payload)["price"]
             found[r.of] = Newer(r.message_id, r.version, r.state, bool(r.awaiting), price)
     return found
-
-
-def _sku(payload: str, aggregate: str) -> str:
-    try:
-        value = json.loads(payload, parse_float=Decimal).get("sku")
-    except (ValueError, AttributeError):
-        value = None
-    return str(value) if value is not None else aggregate.partition("/")[0]
 
 
 def _held_json(held: HeldPrice, newer: Newer | None) -> dict[str, Any]:

@@ -310,8 +310,12 @@ def test_withheld_list_gives_one_channels_ids_as_json_for_withheld_release(
     price waits behind it), ``--channel`` narrows it (and the table) to that channel, and an
     unknown channel is one line, exit 2."""
     skus = ["W1", "W2"]
-    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 1, "100.00") for s in skus])
-    deliver_in_process(db_url, engine, withholding_site, [price_row(s, 2, "10.00") for s in skus])
+    # aggregates as contract 1 writes them, <sku>/<price_type>: the list names the SKU
+    # (rev32q: its "sku" was the aggregate)
+    rows = [price_row(s, 1, "100.00", aggregate=f"{s}/retail") for s in skus]
+    deliver_in_process(db_url, engine, withholding_site, rows)
+    rows = [price_row(s, 2, "10.00", aggregate=f"{s}/retail") for s in skus]
+    deliver_in_process(db_url, engine, withholding_site, rows)
     with transaction(engine) as connection:
         added = connection.execute(select(channels.c.added_at).limit(1)).scalar_one()
         connection.execute(
@@ -322,8 +326,9 @@ def test_withheld_list_gives_one_channels_ids_as_json_for_withheld_release(
         ("W1", "api", "10.00"),
         ("W2", "api", "10.00"),
     ]
+    assert [e["aggregate"] for e in listed] == ["W1/retail", "W2/retail"]
     (first, _second) = listed
-    assert first["message_id"].startswith("price.W1.v2.") and first["version"] == 2
+    assert first["message_id"].startswith("price.W1_retail.v2.") and first["version"] == 2
     assert datetime.fromisoformat(first["since"]).utcoffset() == timedelta(0)
     assert first["newer_waits_behind"] is False
     assert run_json(cli, "withheld", "list", "--json", db=db_url) == listed
