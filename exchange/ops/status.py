@@ -937,6 +937,7 @@ def tables(
                     figures.pause or _channel_pause(channel_pauses, worker.get("channel")),
                     zone,
                     lang,
+                    channels=on,
                 )
             ),
             Text(pace_cell(worker, lang, channel=subjects.get(worker.get("channel")))),
@@ -1123,11 +1124,18 @@ def _channel_pause(
 
 
 def _delivery_words(
-    worker: dict[str, Any], pause: dict[str, Any] | None, zone: str = "UTC", lang: Lang = "en"
+    worker: dict[str, Any],
+    pause: dict[str, Any] | None,
+    zone: str = "UTC",
+    lang: Lang = "en",
+    *,
+    channels: bool = False,
 ) -> str:
     """A worker's delivery as ``status`` prints it, from its row's state and the one pause
     (contract 15): stopped with when, silent since when, not live (contract 6: never
-    "running", whatever it last said), paused as ``pause`` says, else running."""
+    "running", whatever it last said), paused as ``pause`` says, else running. ``channels``:
+    the rows are about channels or a marketplace, where no site is waited for (the
+    dashboard's rule; rev32q: an Ozon channel's row said it waits for the site)."""
     state = worker.get("state")
     if state == WorkerState.STOPPED:
         stopped = _("STOPPED at {time}", lang).format(time=local_time(worker["stopped_at"], zone))
@@ -1147,7 +1155,7 @@ def _delivery_words(
         # ``lang`` by the words' patterns, as the history and the workbench say it.
         said = _("PAUSED: {paused}", lang).format(paused=error_words(worker["paused"], lang))
     elif worker.get("unreachable_since"):
-        said = word("waits_for_site", lang)
+        said = word("waits_for_channel" if channels else "waits_for_site", lang)
     else:
         said = _("running", lang)
     if state == WorkerState.SILENT:

@@ -29,7 +29,7 @@ from exchange.ops.backlog import backlog_words
 from exchange.ops.channel_status import channel_figures
 from exchange.queue import control
 from exchange.report.notice import compose
-from exchange.words import channel_named
+from exchange.words import channel_named, word
 from tests.support.second_channel import two_channels
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -278,6 +278,18 @@ def test_the_workers_table_says_the_channel_busy_never_the_site_with_channels(
         assert "сайт" not in text.lower(), text
     one = _workers_text(figures, None)
     assert "Сайт" in one and "темп сайта" in one and "сайт перегружен: 40 запросов/с" in one
+
+
+def test_a_workers_row_waits_for_the_channel_never_the_site_with_channels(scene: Engine) -> None:
+    """rev32q: an Ozon channel whose port was closed had its worker's row say «ждёт ответа
+    сайта» («waits for the site to answer»); with channels it waits for the channel, as the
+    dashboard says it; one site channel keeps the site."""
+    _loop(scene, "second", breaker_state="open", unreachable_since=SILENT_SINCE)
+    figures, _, _ = _read(scene)
+    text = _workers_text(figures, {"api": "api", "second": "ozon"}, 2)
+    assert word("waits_for_channel", "ru") in text, text
+    assert word("waits_for_site", "ru") not in text, text
+    assert word("waits_for_site", "ru") in _workers_text(figures, None)
 
 
 def test_a_marketplace_alone_is_busy_by_its_own_name_never_the_site(scene: Engine) -> None:
