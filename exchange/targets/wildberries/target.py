@@ -1854,7 +1854,8 @@ class WildberriesTarget:
         response = key_masked(response, token)
         retry = answers.retry_in(response) if response.status_code == 429 else None
         left = response.headers.get("X-Ratelimit-Remaining", "")
-        if 400 <= response.status_code < 500 and response.status_code != 429:
+        if 400 <= response.status_code < 500 and response.status_code not in (401, 403, 429):
+            # A token refused is answered before the limit is counted (it pauses delivery).
             self.budget.answered_4xx(int(left) if left.isdigit() else None, poll=what == "poll")
         if left.isdigit():
             self.budget.remaining(int(left))
