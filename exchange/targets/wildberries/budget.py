@@ -239,11 +239,13 @@ class Budget:
             return self.shared.wait(now) <= 0
         return self._spare(now) or self.polls.wait(now) <= 0
 
-    def poll_wait(self) -> float:
+    def poll_wait(self, *, urgent: bool = False) -> float:
         """Seconds until a poll may go (no 429 bars it, and uploads are not pressed or the
-        poll share has a token)."""
+        poll share has a token). ``urgent``: a poll taking its token in the uploads' turn (a
+        newer price waits for its task: the target's ``_poll_token``)."""
         now = self._now()
-        share = self.polls.wait(now) if self.uploads_going(now) else self.shared.wait(now)
+        pressed = self.uploads_going(now) and not urgent
+        share = self.polls.wait(now) if pressed else self.shared.wait(now)
         return max(self.barred_until - now, share, 0.0)
 
     def remaining(self, left: int) -> None:

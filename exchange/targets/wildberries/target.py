@@ -541,7 +541,10 @@ class WildberriesTarget:
         for upload_id, waiting in by_task.items():
             tasks = [in_flight[g.nm_id] for g in waiting]
             found = await self._poll(
-                upload_id, min(t.uploaded_at for t in tasks), max(t.goods for t in tasks)
+                upload_id,
+                min(t.uploaded_at for t in tasks),
+                max(t.goods for t in tasks),
+                urgent=any(in_flight[g.nm_id].price != g.price.roubles for g in waiting),
             )
             if found == _LOST:
                 stuck += [(g, in_flight[g.nm_id]) for g in waiting]
@@ -708,12 +711,19 @@ class WildberriesTarget:
         task, and v2's was answered 208 naming it), so the task having ended, this price is
         uploaded again; a line without a price, or none, is judged by the catalogue read back
         (``_carried_by``)."""
+        def not_mine(g: _Good) -> bool:
+            return in_flight[g.nm_id].price != g.price.roubles
+
         for g in waiting:
             task = in_flight[g.nm_id]
             mine = task.price == g.price.roubles
             if found in (_PENDING, _LATER):
                 # Put off for want of the polls' share: looked at again once it has a token.
-                wait = self.poll_every if found == _PENDING else self.budget.poll_wait()
+                wait = (
+                    self.poll_every
+                    if found == _PENDING
+                    else self.budget.poll_wait(urgent=any(not_mine(w) for w in waiting))
+                )
                 out[g.price.message.message_id] = self._awaiting(upload_id, wait, mine=mine)
             elif not mine:
                 upload.append(g)  # the good's task ended: this newer price goes now
@@ -1452,7 +1462,9 @@ class WildberriesTarget:
 
     # -- polling a task --------------------------------------------------------------------
 
-    async def _poll(self, upload_id: int, uploaded_at: datetime, size: int) -> _Processed | str:
+    async def _poll(
+        self, upload_id: int, uploaded_at: datetime, size: int, *, urgent: bool = False
+    ) -> _Processed | str:
         """The task's outcome: its goods' lines (processed), or pending, later (no
         poll this time: the budget's poll share is spent, or WB asked to wait), cancelled, or
         lost (not shown for ``task_timeout``). The lines of every processed task are read,
@@ -1461,13 +1473,14 @@ class WildberriesTarget:
         (``_stale_map``: review wbstall finding 3), as well as which prices a task a 208 named
         carried. An ended task's outcome is kept (``_ended``): the other goods of the task
         (a newer price of each, waiting for it: one task per nmID) are judged by it without
-        a poll each (review wbstall finding 1)."""
+        a poll each (review wbstall finding 1). ``urgent``: a newer price of the task's good
+        waits for its outcome: the poll is that upload's own first request, and takes its
+        token in the uploads' turn (``_poll_token``), never put off behind the uploads it
+        would let go."""
         ended = self._ended.get(upload_id)
         if ended is not None:
             return _outcome(ended[1], size)
-        # ``poll_at_once`` (a test's simulator processes at once): the look right after the
-        # upload waits for its token rather than being put off.
-        if not await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
+        if not await self._poll_token(urgent):
             return _LATER
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         if isinstance(meta, str):
@@ -1482,13 +1495,27 @@ class WildberriesTarget:
         if status == CANCELLED:
             return _outcome(self._keep(upload_id, _CANCELLED), size)
         # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
-        if await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
+        if await self._poll_token(urgent):
             buffered = await self._task_status("/api/v2/buffer/tasks", upload_id)
             if isinstance(buffered, dict) and buffered.get("status") == PENDING:
                 return _PENDING
         if self.clock() - uploaded_at > timedelta(seconds=self.task_timeout):
             return _LOST
         return _PENDING
+
+    async def _poll_token(self, urgent: bool) -> bool:
+        """A token for a poll's request: within the polls' share (``take_poll``, put off at
+        once when it has none; ``poll_at_once``, a test's simulator processing at once: the
+        look right after the upload waits for it), or, ``urgent``, in the uploads' turn,
+        waiting as an upload does (a poll a newer price waits for: the polls' share would put
+        it off behind the very uploads it lets go, review wbstall finding 1). False: put off."""
+        if not urgent:
+            return await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get())
+        try:
+            await self.budget.take("read", most=_PATIENCE.get())
+        except Later:
+            return False
+        return True
 
     def _keep(self, upload_id: int, outcome: _Ended) -> _Ended:
         """An ended task's outcome (WB's history of a processed or cancelled task never
