@@ -711,6 +711,7 @@ class WildberriesTarget:
         task, and v2's was answered 208 naming it), so the task having ended, this price is
         uploaded again; a line without a price, or none, is judged by the catalogue read back
         (``_carried_by``)."""
+
         def not_mine(g: _Good) -> bool:
             return in_flight[g.nm_id].price != g.price.roubles
 
