@@ -1652,14 +1652,22 @@ def test_a_4xx_counted_as_the_switch_says_is_waited_out_never_lost(
     sim: WbSimulator, four_xx_weight: int
 ) -> None:
     """research §2.3, §8: whether a 4xx ("already set") costs ten requests is unconfirmed.
-    Counted ten times, the next request may meet a 429: a temporary answer with WB's wait (the
-    worker's pace holds the channel for it, not charged), and the price goes after it."""
+    The budget counts it at ten unless WB's X-Ratelimit-Remaining says tokens are left (review
+    wbstall finding 2): the read after it waits for WB's bucket (held, uncharged, when longer
+    than a send waits, and read back first next time); should a 429 come all the same, it is a
+    temporary answer with WB's wait (the worker's pace holds the channel for it, not charged),
+    and the price goes after it."""
     sim.limits = Limits()  # WB's own: 10 per 6 s, burst 5
     sim.switches.four_xx_weight = four_xx_weight
     sim.test_budget = Budget()  # type: ignore[attr-defined]
 
     async def scenario(t: WildberriesTarget) -> list[Classification]:
-        said = await t.send([price("SKU-1", 1, "1000.00")])  # already set: a 400
+        message = price("SKU-1", 1, "1000.00")
+        said = await t.send([message])  # already set: a 400
+        if said[0].verdict is Verdict.AWAITING:  # the read after it held by the budget
+            assert said[0].again_in is not None and said[0].again_in <= 8, said
+            await asyncio.sleep(said[0].again_in)
+            said = await t.send([replace(message, receipt=said[0].receipt)])
         for _ in range(3):
             said += await t.send([price("SKU-2", 1, "900.00")])
             if said[-1].verdict is not Verdict.TEMPORARY:
@@ -1673,8 +1681,7 @@ def test_a_4xx_counted_as_the_switch_says_is_waited_out_never_lost(
     refused = [a for a in said[1:-1]]
     assert all((a.verdict, a.http_status) == (Verdict.TEMPORARY, 429) for a in refused)
     assert all(a.retry_after for a in refused), "WB's X-Ratelimit-Retry carried to the pace"
-    if four_xx_weight == 1:
-        assert [] == refused
+    assert [] == refused, "the 4xx counted at ten: no request met a 429"
 
 
 def _race(budget: Budget, seconds: float, uploaders: int) -> tuple[int, int, float]:

@@ -42,6 +42,10 @@ POLL_SHARE = 0.05
 # turn behind other waiters included): a token at WB's rate (0.6 s) fits, a 429's minute does
 # not. A worker's stop waits for its sends in flight.
 LONGEST_WAIT = 5.0
+# What a 4xx answer (not a 429) may cost: ten requests (research §2.3, the Marketplace
+# category's rule; for Prices UNCONFIRMED, §8). Counted so unless WB's X-Ratelimit-Remaining
+# says tokens are left after it (``answered_4xx``).
+FOUR_XX_WEIGHT = 10
 
 
 class Later(Exception):
@@ -235,11 +239,13 @@ class Budget:
             return self.shared.wait(now) <= 0
         return self._spare(now) or self.polls.wait(now) <= 0
 
-    def poll_wait(self) -> float:
+    def poll_wait(self, *, urgent: bool = False) -> float:
         """Seconds until a poll may go (no 429 bars it, and uploads are not pressed or the
-        poll share has a token)."""
+        poll share has a token). ``urgent``: a poll taking its token in the uploads' turn (a
+        newer price waits for its task: the target's ``_poll_token``)."""
         now = self._now()
-        share = self.polls.wait(now) if self.uploads_going(now) else self.shared.wait(now)
+        pressed = self.uploads_going(now) and not urgent
+        share = self.polls.wait(now) if pressed else self.shared.wait(now)
         return max(self.barred_until - now, share, 0.0)
 
     def remaining(self, left: int) -> None:
@@ -248,6 +254,26 @@ class Budget:
         now = self._now()
         self.shared.refill(now)
         self.shared.tokens = min(self.shared.tokens, float(left))
+
+    def answered_4xx(self, left: int | None, *, poll: bool = False) -> None:
+        """WB answered a request 4xx (not 429): it may have counted it as ``FOUR_XX_WEIGHT``
+        requests (research §2.3, §8), a poll of a pending task answered 400 as well (§8). Unless
+        WB's ``X-Ratelimit-Remaining`` (``left``) says tokens are left after it (then it
+        counted less), the rest of the weight is charged, the bucket below zero (this worker's
+        share of the account's debt; WB's ``X-Ratelimit-Remaining`` is read after this):
+        no request goes before WB's bucket has refilled, so the next one never meets a 429
+        (review wbstall finding 2). ``poll``: the request was a
+        poll, charged to the polls' share too, so that polls answered 4xx keep within it
+        while uploads are pressed."""
+        if left is not None and left > 0:
+            return
+        now = self._now()
+        debt = (FOUR_XX_WEIGHT - 1) / self.workers
+        self.shared.refill(now)
+        self.shared.tokens -= debt
+        if poll:
+            self.polls.refill(now)
+            self.polls.tokens -= debt
 
     def refused(self, retry_s: float) -> None:
         """A 429: nothing goes before ``X-Ratelimit-Retry`` seconds have passed, and the

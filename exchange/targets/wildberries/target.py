@@ -265,6 +265,11 @@ class _Processed:
     status: int = DONE
 
 
+# An ended task's outcome as a poll read it (``_keep``): cancelled, or processed: its status,
+# WB's ``overAllGoodsNumber`` and its goods' lines by nmID.
+_Ended = str | tuple[int, Any, dict[int, dict[str, Any]]]
+
+
 class WildberriesTarget:
     name = "wildberries"
     # The worker sends the next batch while this one is out (``DeliveryLoop.drain``): every
@@ -357,6 +362,8 @@ class WildberriesTarget:
         # Withheld versions whose good left WB's quarantine at another price, by message id:
         # the price seen then (``withheld_shown``: the same at the next look ends them).
         self._elsewhere: dict[str, int] = {}
+        # Ended tasks' outcomes by task id, and when each was read (``_keep``).
+        self._ended: dict[int, tuple[datetime, _Ended]] = {}
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -537,7 +544,7 @@ class WildberriesTarget:
                 upload_id,
                 min(t.uploaded_at for t in tasks),
                 max(t.goods for t in tasks),
-                lines=any(t.goods == UNVERIFIED for t in tasks),
+                urgent=any(in_flight[g.nm_id].price != g.price.roubles for g in waiting),
             )
             if found == _LOST:
                 stuck += [(g, in_flight[g.nm_id]) for g in waiting]
@@ -711,12 +718,20 @@ class WildberriesTarget:
         task, and v2's was answered 208 naming it), so the task having ended, this price is
         uploaded again; a line without a price, or none, is judged by the catalogue read back
         (``_carried_by``)."""
+
+        def not_mine(g: _Good) -> bool:
+            return in_flight[g.nm_id].price != g.price.roubles
+
         for g in waiting:
             task = in_flight[g.nm_id]
             mine = task.price == g.price.roubles
             if found in (_PENDING, _LATER):
                 # Put off for want of the polls' share: looked at again once it has a token.
-                wait = self.poll_every if found == _PENDING else self.budget.poll_wait()
+                wait = (
+                    self.poll_every
+                    if found == _PENDING
+                    else self.budget.poll_wait(urgent=any(not_mine(w) for w in waiting))
+                )
                 out[g.price.message.message_id] = self._awaiting(upload_id, wait, mine=mine)
             elif not mine:
                 upload.append(g)  # the good's task ended: this newer price goes now
@@ -749,9 +764,9 @@ class WildberriesTarget:
                 if listed is not None:
                     self._stale_map(upload_id, g, listed)
                 if row is None or row.get("status") == ITEM_UPDATED:
-                    # A task done without errors (status 3: every good updated, its lines
-                    # not read), or a good updated in a task with some (research §2.4:
-                    # status 5 updated the others).
+                    # A good updated (research §2.4: status 5 updated the others), or one a
+                    # task done without errors (status 3, every good counted) lists no line
+                    # for.
                     out[g.price.message.message_id] = Classification(
                         Verdict.DELIVERED,
                         f"Wildberries: task {upload_id} updated nmID {g.nm_id}"
@@ -1467,37 +1482,69 @@ class WildberriesTarget:
     # -- polling a task --------------------------------------------------------------------
 
     async def _poll(
-        self, upload_id: int, uploaded_at: datetime, size: int, *, lines: bool = False
+        self, upload_id: int, uploaded_at: datetime, size: int, *, urgent: bool = False
     ) -> _Processed | str:
         """The task's outcome: its goods' lines (processed), or pending, later (no
         poll this time: the budget's poll share is spent, or WB asked to wait), cancelled, or
-        lost (not shown for ``task_timeout``). ``lines``: read the lines of a task done
-        without errors too (a task a 208 named: which prices it carried)."""
-        # ``poll_at_once`` (a test's simulator processes at once): the look right after the
-        # upload waits for its token rather than being put off.
-        if not await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
+        lost (not shown for ``task_timeout``). The lines of every processed task are read,
+        one without errors too: each names its good's ``vendorCode`` (research §2.4), and a
+        card renamed in WB's cabinet since the map was read is found by its task
+        (``_stale_map``: review wbstall finding 3), as well as which prices a task a 208 named
+        carried. An ended task's outcome is kept (``_ended``): the other goods of the task
+        (a newer price of each, waiting for it: one task per nmID) are judged by it without
+        a poll each (review wbstall finding 1). ``urgent``: a newer price of the task's good
+        waits for its outcome: the poll is that upload's own first request, and takes its
+        token in the uploads' turn (``_poll_token``), never put off behind the uploads it
+        would let go."""
+        ended = self._ended.get(upload_id)
+        if ended is not None:
+            return _outcome(ended[1], size)
+        if not await self._poll_token(urgent):
             return _LATER
         meta = await self._task_status("/api/v2/history/tasks", upload_id)
         if isinstance(meta, str):
             return meta
         status = meta.get("status") if meta else None
         if meta is not None and status in (DONE, SOME_ERRORS, ALL_ERRORS):
-            listed = meta.get("overAllGoodsNumber")
-            short = isinstance(listed, int) and listed < size
-            if status == DONE and not short and not lines:
-                return _Processed({}, False)  # no errors: every good updated, nothing to page
             rows = await self._goods(upload_id)
-            return rows if isinstance(rows, str) else _Processed(rows, short, status)
+            if isinstance(rows, str):
+                return rows
+            listed = meta.get("overAllGoodsNumber")
+            return _outcome(self._keep(upload_id, (status, listed, rows)), size)
         if status == CANCELLED:
-            return _CANCELLED
+            return _outcome(self._keep(upload_id, _CANCELLED), size)
         # Not in the history yet (research §2.4, §8: a fresh task may show in the buffer).
-        if await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get()):
+        if await self._poll_token(urgent):
             buffered = await self._task_status("/api/v2/buffer/tasks", upload_id)
             if isinstance(buffered, dict) and buffered.get("status") == PENDING:
                 return _PENDING
         if self.clock() - uploaded_at > timedelta(seconds=self.task_timeout):
             return _LOST
         return _PENDING
+
+    async def _poll_token(self, urgent: bool) -> bool:
+        """A token for a poll's request: within the polls' share (``take_poll``, put off at
+        once when it has none; ``poll_at_once``, a test's simulator processing at once: the
+        look right after the upload waits for it), or, ``urgent``, in the uploads' turn,
+        waiting as an upload does (a poll a newer price waits for: the polls' share would put
+        it off behind the very uploads it lets go, review wbstall finding 1). False: put off."""
+        if not urgent:
+            return await self.budget.take_poll(wait=self.poll_at_once, most=_PATIENCE.get())
+        try:
+            await self.budget.take("read", most=_PATIENCE.get())
+        except Later:
+            return False
+        return True
+
+    def _keep(self, upload_id: int, outcome: _Ended) -> _Ended:
+        """An ended task's outcome (WB's history of a processed or cancelled task never
+        changes), kept ``task_timeout`` + ``lost_hold`` seconds."""
+        now = self.clock()
+        keep = timedelta(seconds=self.task_timeout + self.lost_hold)
+        for old in [k for k, (at, _) in self._ended.items() if now - at > keep]:
+            del self._ended[old]
+        self._ended[upload_id] = (now, outcome)
+        return outcome
 
     async def _task_status(self, path: str, upload_id: int) -> dict[str, Any] | str | None:
         response = await self._call(
@@ -1853,6 +1900,9 @@ class WildberriesTarget:
         response = key_masked(response, token)
         retry = answers.retry_in(response) if response.status_code == 429 else None
         left = response.headers.get("X-Ratelimit-Remaining", "")
+        if 400 <= response.status_code < 500 and response.status_code not in (401, 403, 429):
+            # A token refused is answered before the limit is counted (it pauses delivery).
+            self.budget.answered_4xx(int(left) if left.isdigit() else None, poll=what == "poll")
         if left.isdigit():
             self.budget.remaining(int(left))
         self._pacer.done(sent_at, response.status_code, retry)
@@ -1864,6 +1914,15 @@ class WildberriesTarget:
         if judged and not 200 <= response.status_code < 300:
             raise _Answer(answers.whole(response, what))
         return response
+
+
+def _outcome(ended: _Ended, size: int) -> _Processed | str:
+    """A kept outcome (``_keep``) for the goods of a task whose upload carried ``size`` goods:
+    short when WB counted fewer."""
+    if isinstance(ended, str):
+        return ended
+    status, listed, rows = ended
+    return _Processed(rows, isinstance(listed, int) and listed < size, status)
 
 
 def _may_have_made_task(status: int) -> bool:
