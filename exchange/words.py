@@ -133,9 +133,15 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
     "delayed_awaiting": N_("of which wait for the marketplace (not a retry)"),
     # A price that alone breaks its marketplace's rule waits for 1C's other price type
-    # (``ops.waits.awaiting_1c``): the wait is on 1C, not on the marketplace.
+    # (``ops.waits.wait_of``: "1c"): the wait is on 1C, not on the marketplace.
     "delayed_awaiting_1c": N_(
         "of which wait for 1C: the other price type (quarantined if it does not come)"
+    ),
+    # A new dependent price waits for an operator's retry or cancel of its SKU's main price,
+    # quarantined by a rule of two price types (``ops.waits.wait_of``: "person"): the wait is
+    # on a person, not on the marketplace nor on 1C.
+    "delayed_awaiting_person": N_(
+        "of which wait for an operator's decision on the quarantined main price"
     ),
     "in_progress_waiting": N_("of which wait: the site asked to wait until {until}"),
     # Said instead of "no other" when a worker's row is not live and not stopped (kill -9).
@@ -459,8 +465,11 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "delayed": NP_("state", "delayed"),
         # a delayed delivery that waits for its channel, not for a retry (exchange.ops.waits)
         "awaiting": NP_("state", "waiting for the marketplace"),
-        # a wait on 1C's other price type (``ops.waits.awaiting_1c``), not on the marketplace
+        # a wait on 1C's other price type (``ops.waits.wait_of``), not on the marketplace
         "awaiting-1c": NP_("state", "waiting for 1C: the other price type"),
+        # a wait on an operator's retry or cancel of the main price quarantined by a rule of
+        # two price types (``ops.waits.wait_of``: "person"), not on the marketplace
+        "awaiting-person": NP_("state", "waiting for an operator's decision on the main price"),
         "quarantined": NP_("state", "quarantined"),
         "cancelled": NP_("state", "cancelled"),
         "withheld": NP_("state", "withheld by the channel"),
@@ -1065,15 +1074,23 @@ _ANSWERED_BUSY = re.compile(r"[^:]*\bbusy, not charged: ")
 
 
 def state_said(
-    state: str | None, lang: Lang, *, awaiting: bool = False, on_1c: bool = False
+    state: str | None,
+    lang: Lang,
+    *,
+    awaiting: bool = False,
+    on_1c: bool = False,
+    on_person: bool = False,
 ) -> str:
     """A delivery's state in words: a delayed one that waits for its channel
     (``exchange.ops.waits.awaiting``: Ozon's hourly limit, an outcome read later, a read-back)
-    as a wait, never as a retry; one whose wait is on 1C's other price type (``on_1c``:
-    ``waits.awaiting_1c``) as a wait for 1C, never for the marketplace; any other by
-    ``name``. The one rule ``find``, ``status`` and the workbench share."""
+    as a wait, never as a retry; one whose wait is on 1C's other price type (``on_1c``) as a
+    wait for 1C, one whose wait is on an operator's decision on the quarantined main price
+    (``on_person``) as a wait for a person, never for the marketplace (``waits.wait_of``); any
+    other by ``name``. The one rule ``find``, ``status`` and the workbench share."""
     if state == "delayed" and awaiting and on_1c:
         return name("state", "awaiting-1c", lang)
+    if state == "delayed" and awaiting and on_person:
+        return name("state", "awaiting-person", lang)
     if state == "delayed" and awaiting:
         return name("state", "awaiting", lang)
     return name("state", state, lang)

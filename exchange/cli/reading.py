@@ -420,15 +420,19 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | Non
 
 def _state_shown(row: dict[str, Any], lang: Lang) -> str:
     """A delivery's state as ``find`` and ``history`` print it: in words in Russian; in
-    English its code, except a wait for the channel (or for 1C's other price type), said in
+    English its code, except a wait for the channel (or for 1C, or for a person), said in
     words as in Russian, never ``delayed`` as a retry (review ozon: English showed ``delayed``
     for a price waiting for Ozon's hour while Russian said «ждёт площадку»)."""
     state = row["state"]
     awaiting = bool(row.get("awaiting"))
     if lang != "en" or (state == "delayed" and awaiting):
-        return state_said(state, lang, awaiting=awaiting, on_1c=bool(row.get("awaiting_1c"))) or (
-            "—" if lang != "en" else "-"
-        )
+        return state_said(
+            state,
+            lang,
+            awaiting=awaiting,
+            on_1c=bool(row.get("awaiting_1c")),
+            on_person=bool(row.get("awaiting_person")),
+        ) or ("—" if lang != "en" else "-")
     return state or "-"
 
 
@@ -530,7 +534,11 @@ def history(
             aggregate=m["aggregate"],
             version=m["version"],
             state=state_said(
-                m["state"], lang, awaiting=bool(m.get("awaiting")), on_1c=bool(m.get("awaiting_1c"))
+                m["state"],
+                lang,
+                awaiting=bool(m.get("awaiting")),
+                on_1c=bool(m.get("awaiting_1c")),
+                on_person=bool(m.get("awaiting_person")),
             )
             or "—",
             reason=name("reason", m["reason"], lang, targets.get(m["channel"] or "")) or "—",

@@ -226,7 +226,13 @@ def _newer(newer: Newer | None, lang: Lang) -> str:
     quarantine the service replaced the old one for); empty where there is none."""
     if newer is None:
         return ""
-    state = state_said(newer.state, lang, awaiting=newer.awaiting)
+    state = state_said(
+        newer.state,
+        lang,
+        awaiting=newer.awaiting,
+        on_1c=newer.wait == "1c",
+        on_person=newer.wait == "person",
+    )
     price = "" if newer.price is None else " " + _price(Decimal(newer.price), lang)
     return f"v{newer.version}{price}: {state}"
 

@@ -58,8 +58,14 @@ AWAITS_COMPANION = "awaits-companion"
 # The error class of a price that alone breaks its marketplace's rule and waits for 1C to send
 # the other price type (``targets.marketplace.items._waits_for_1c``): a wait on 1C, the
 # seller's data, not on the marketplace; ``status`` and the dashboard count it apart
-# (``ops.waits.awaiting_1c``; review mpadvice item 2).
+# (``ops.waits.wait_of``: "1c"; review mpadvice item 2).
 AWAITING_1C = "AwaitingPriceFrom1C"
+# The error class of a new dependent price that waits for a person's decision on its SKU's
+# main price, quarantined by a rule of two price types (receipt ``PAIR_RULE``;
+# ``targets.marketplace.items._waits_for_person``): an operator's retry or cancel of that price,
+# not the marketplace nor 1C; ``status`` and the dashboard count it apart
+# (``ops.waits.wait_of``: "person"; review wait34).
+AWAITING_PERSON = "AwaitingDecisionOnMainPrice"
 # The receipt of a marketplace price quarantined because it broke a rule of two price types
 # beside the known price of the other type (``targets.marketplace.items``: Ozon's old price
 # below the price, Yandex Market's discount under 5 %), not by its own fault: a new price of the

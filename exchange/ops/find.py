@@ -45,7 +45,7 @@ from exchange.domain.reasons import CANCELLED_REASONS, Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import PENDING, State, values
 from exchange.errors import OperatorError
-from exchange.ops.waits import awaiting, awaiting_1c
+from exchange.ops.waits import wait_of, waits_said
 
 FOUND_SHOWN = 200
 HTTP_REASON = re.compile(r"http-[45][0-9][0-9]")
@@ -271,8 +271,7 @@ def find(
             select(
                 m,
                 attempted(m).label("attempted"),
-                awaiting(m.c.id, m.c.channel_id, m.c.state).label("awaiting"),
-                awaiting_1c(m.c.id, m.c.channel_id, m.c.state).label("awaiting_1c"),
+                wait_of(m.c.id, m.c.channel_id, m.c.state).label("wait"),
             )
             .order_by(m.c.created_at.desc(), m.c.id.desc(), m.c.channel_id)
             .offset(offset)
@@ -301,10 +300,9 @@ def find(
             "name": r["name"],
             "last_error": r["last_error"],
             "attempted": bool(r["attempted"]),
-            # delayed waiting for its channel, not for a retry (exchange.ops.waits)
-            "awaiting": bool(r["awaiting"]),
-            # of those, waiting for 1C's other price type (``waits.awaiting_1c``)
-            "awaiting_1c": bool(r["awaiting_1c"]),
+            # delayed waiting for its channel, not for a retry; of those, waiting for 1C's
+            # other price type or for a person's decision (exchange.ops.waits)
+            **waits_said(r["wait"] or ""),
             **price_of(r["kind"], r["payload"]),
             "attempts": r["attempts"],
             # when a delayed one is due (its words' "goes in N s" was counted when the wait

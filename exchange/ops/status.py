@@ -50,7 +50,7 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition, nowhere_facts
-from exchange.ops.waits import awaiting, awaiting_1c
+from exchange.ops.waits import Wait, wait_of, waits_said
 from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
@@ -133,8 +133,12 @@ class Status:
     # part of ``counts["delayed"]``, said as a wait.
     awaiting_channel: int = 0
     # Of the ``delayed`` ones that wait, those that wait for 1C to send the other price type
-    # (``waits.awaiting_1c``): not counted in ``awaiting_channel``, said as a wait for 1C.
+    # (``waits.wait_of``: "1c"): not counted in ``awaiting_channel``, said as a wait for 1C.
     awaiting_1c: int = 0
+    # Of the ``delayed`` ones that wait, those that wait for an operator's decision on their
+    # SKU's main price, quarantined by a rule of two price types (``waits.wait_of``:
+    # "person"): not counted in ``awaiting_channel``, said as a wait for a person.
+    awaiting_person: int = 0
     # The ``withheld`` prices a newer price waits behind (``ops.withheld_behind``: Wildberries'
     # price quarantine): a part of ``counts["withheld"]`` that must not be confirmed.
     withheld_behind: int = 0
@@ -186,6 +190,7 @@ def status(
     shown = worker_rows(connection, now, live_within)
     held_by = holding(shown)
     pause = pause_of(control.operator_pause(connection), held_by)
+    waits = awaiting_by_kind(connection, ids) if counts[State.DELAYED.value] else {}
     return Status(
         counts=counts,
         new_messages=counts[State.NEW.value],
@@ -203,32 +208,27 @@ def status(
         pause=pause,
         site_unreachable_since=unreachable_since(shown),
         waiting_for_site=waiting_for_site(connection, shown, now, ids),
-        awaiting_channel=awaiting_channel(connection, ids) if counts[State.DELAYED.value] else 0,
-        awaiting_1c=awaiting_channel(connection, ids, on_1c=True)
-        if counts[State.DELAYED.value]
-        else 0,
+        awaiting_channel=waits.get("channel", 0),
+        awaiting_1c=waits.get("1c", 0),
+        awaiting_person=waits.get("person", 0),
         withheld_behind=(
             sum(behind_counts(connection, ids).values()) if counts[State.WITHHELD.value] else 0
         ),
     )
 
 
-def awaiting_channel(connection: Connection, ids: list[int], *, on_1c: bool = False) -> int:
-    """How many delayed deliveries on the channels ``ids`` wait for their channel
-    (``waits.awaiting``), not for a retry, nor for 1C (``waits.awaiting_1c``); with ``on_1c``,
-    how many wait for 1C to send the other price type."""
+def awaiting_by_kind(connection: Connection, ids: list[int]) -> dict[Wait, int]:
+    """How many delayed deliveries on the channels ``ids`` wait, by what they wait for
+    (``waits.wait_of``): their channel ("channel"), 1C's other price type ("1c") or an
+    operator's decision on a quarantined main price ("person"); a retry is none of them."""
     d = deliveries
-    for_1c = awaiting_1c(d.c.message_pk, d.c.channel_id, d.c.state)
-    return int(
-        connection.execute(
-            select(func.count()).where(
-                on(d.c.channel_id, ids),
-                d.c.state == State.DELAYED.value,
-                awaiting(d.c.message_pk, d.c.channel_id, d.c.state),
-                for_1c if on_1c else not_(for_1c),
-            )
-        ).scalar_one()
+    waiting = (
+        select(wait_of(d.c.message_pk, d.c.channel_id, d.c.state).label("wait"))
+        .where(on(d.c.channel_id, ids), d.c.state == State.DELAYED.value)
+        .subquery()
     )
+    rows = connection.execute(select(waiting.c.wait, func.count()).group_by(waiting.c.wait)).all()
+    return {kind: int(count) for kind, count in rows if kind}
 
 
 def counts_by_channel(connection: Connection, ids: list[int]) -> dict[int, dict[str, int]]:
@@ -856,6 +856,11 @@ def tables(
         if state == State.DELAYED.value and figures.awaiting_1c:
             # a wait on 1C's other price type is neither a retry nor the marketplace's
             states.add_row("  " + word("delayed_awaiting_1c", lang), str(figures.awaiting_1c))
+        if state == State.DELAYED.value and figures.awaiting_person:
+            # a wait on an operator's decision on the quarantined main price: nor 1C's either
+            states.add_row(
+                "  " + word("delayed_awaiting_person", lang), str(figures.awaiting_person)
+            )
         waiting = figures.waiting_for_site
         if state == State.IN_PROGRESS.value and waiting:
             until = local_time(waiting["until"], zone)
@@ -1216,8 +1221,8 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             "aggregate": row["aggregate"],
             "version": row["version"],
             "state": row["state"],
-            # delayed waiting for its channel, not for a retry (``waits.awaiting``); of those,
-            # waiting for 1C's other price type (``waits.awaiting_1c``)
+            # delayed waiting for its channel, not for a retry; of those, waiting for 1C's
+            # other price type or for a person (``waits.wait_of``)
             **_waits_of(connection, row),
             "reason": row["reason"],
             "attempts": row["attempts"],
@@ -1261,8 +1266,7 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             deliveries.c.reason,
             deliveries.c.attempts,
             deliveries.c.updated_at,
-            awaiting(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
-            awaiting_1c(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
+            wait_of(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state),
         )
         .join(channels, channels.c.id == deliveries.c.channel_id)
         .where(deliveries.c.message_pk == pk)
@@ -1275,27 +1279,24 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
             "reason": reason,
             "attempts": attempts,
             "updated_at": _iso(updated_at),
-            "awaiting": bool(waits),  # a wait for the channel, not a retry (``waits``)
-            "awaiting_1c": bool(on_1c),  # of those, a wait for 1C's other price type
+            **waits_said(wait),
         }
-        for name, state, reason, attempts, updated_at, waits, on_1c in rows
+        for name, state, reason, attempts, updated_at, wait in rows
     ]
 
 
 def _waits_of(connection: Connection, row: Any) -> dict[str, bool]:
-    """Whether a message's delivery (``row``: its ``id``, ``channel_id``, ``state``) waits for
-    its channel (``awaiting``) and, of those, for 1C's other price type (``awaiting_1c``)."""
+    """What a message's delivery (``row``: its ``id``, ``channel_id``, ``state``) waits for,
+    as ``waits_said`` says it."""
     if row["state"] != State.DELAYED.value or row["channel_id"] is None:
-        return {"awaiting": False, "awaiting_1c": False}
+        return waits_said("")
     d = deliveries
     found = connection.execute(
-        select(
-            awaiting(d.c.message_pk, d.c.channel_id, d.c.state),
-            awaiting_1c(d.c.message_pk, d.c.channel_id, d.c.state),
-        ).where(d.c.message_pk == row["id"], d.c.channel_id == row["channel_id"])
-    ).first()
-    waits, on_1c = (bool(found[0]), bool(found[1])) if found is not None else (False, False)
-    return {"awaiting": waits, "awaiting_1c": on_1c}
+        select(wait_of(d.c.message_pk, d.c.channel_id, d.c.state)).where(
+            d.c.message_pk == row["id"], d.c.channel_id == row["channel_id"]
+        )
+    ).scalar()
+    return waits_said(found or "")
 
 
 def in_flight(row: Any, before: str | None) -> dict[str, Any]:

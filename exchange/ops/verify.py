@@ -24,7 +24,7 @@ from exchange.domain.clock import local_time
 from exchange.domain.states import Event, State
 from exchange.errors import OperatorError
 from exchange.ops.find import price_of, sku_of
-from exchange.ops.waits import awaiting
+from exchange.ops.waits import wait_of
 from exchange.queue.deliveries import one_channel as deliveries_one_channel
 from exchange.settings import Channel
 from exchange.targets.base import HeldPrice, OutgoingMessage, ReadsPrices, Target
@@ -53,6 +53,8 @@ class Newer:
     state: str
     awaiting: bool  # delayed, waiting for the channel rather than for a retry (ops.waits)
     price: str | None
+    # of a delayed one that waits, what for (``ops.waits.wait_of``): the channel, 1C, a person
+    wait: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +236,7 @@ def newer_versions(
             m.c.kind,
             m.c.payload,
             d.c.state,
-            awaiting(d.c.message_pk, d.c.channel_id, d.c.state).label("awaiting"),
+            wait_of(d.c.message_pk, d.c.channel_id, d.c.state).label("wait"),
         )
         .select_from(
             dm.join(done, done.c.message_pk == dm.c.id)
@@ -257,7 +259,8 @@ def newer_versions(
         query = query.where(on(done.c.channel_id, channel_ids(connection, channel)))
         for r in connection.execute(query):  # by version: the newest stays
             price = price_of(r.kind, r.payload)["price"]
-            found[r.of] = Newer(r.message_id, r.version, r.state, bool(r.awaiting), price)
+            wait = r.wait or ""
+            found[r.of] = Newer(r.message_id, r.version, r.state, bool(wait), price, wait)
     return found
 
 

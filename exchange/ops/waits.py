@@ -5,64 +5,79 @@ A ``delayed`` delivery is there either because an attempt failed and is tried ag
 (``retry-scheduled``, charged) or because the channel took it or asked it to wait
 (``awaiting-outcome``, not charged: Ozon's hourly limit, a Wildberries task whose outcome is
 read later, Yandex Market's read-back, an item waiting for its companion price; contract 14,
-research §1.3, §2, §3.4). Its last of those two events on its channel says which; a delivery
-whose history no longer holds either is said as delayed."""
+research §1.3, §2, §3.4), or for 1C or a person (``wait_of``). Its last of those two events on
+its channel says which; a delivery whose history no longer holds either is said as delayed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, and_, case, func, select
 
 from exchange.db.schema import history
-from exchange.domain.prices import AWAITING_1C
+from exchange.domain.prices import AWAITING_1C, AWAITING_PERSON
 from exchange.domain.states import Event, State
 
 # The events that leave a delivery delayed after an attempt: which was last says why it waits.
 _DELAYING = (Event.RETRY_SCHEDULED.value, Event.AWAITING_OUTCOME.value)
 
 
+def _last_delaying(column: Any, pk: Any, channel_id: Any) -> Any:
+    """``column`` of the delivery's last delaying event on its channel (NULL without one)."""
+    return (
+        select(column)
+        .where(
+            history.c.message_pk == pk,
+            history.c.channel_id == channel_id,
+            history.c.event.in_(_DELAYING),
+        )
+        .order_by(history.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
 def awaiting(pk: Any, channel_id: Any, state: Any) -> ColumnElement[bool]:
     """True for a delivery (its message's ``pk``, its ``channel_id`` and ``state`` columns)
     that is delayed waiting for its channel, not for a retry."""
-    last = (
-        select(history.c.event)
-        .where(
-            history.c.message_pk == pk,
-            history.c.channel_id == channel_id,
-            history.c.event.in_(_DELAYING),
-        )
-        .order_by(history.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
+    last = _last_delaying(history.c.event, pk, channel_id)
     return and_(state == State.DELAYED.value, last == Event.AWAITING_OUTCOME.value)
 
 
-def awaiting_1c(pk: Any, channel_id: Any, state: Any) -> ColumnElement[bool]:
-    """True for a delivery that ``awaiting`` says waits, whose wait is on 1C rather than on its
-    marketplace: a price that alone breaks the marketplace's rule and waits for 1C to send the
-    other price type (``domain.prices.AWAITING_1C``). ``status`` and the dashboard say it as
-    a wait for 1C, never as a wait for the marketplace."""
-    last = (
-        select(history.c.error_class)
-        .where(
-            history.c.message_pk == pk,
-            history.c.channel_id == channel_id,
-            history.c.event.in_(_DELAYING),
-        )
-        .order_by(history.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    # never NULL (a delaying event without an error class): ``not_`` of it must be true
-    return and_(awaiting(pk, channel_id, state), func.coalesce(last, "") == AWAITING_1C)
+# What a delayed state waits for: "" (not delayed, or a retry), the channel, 1C's other price
+# type (``domain.prices.AWAITING_1C``) or a person's decision on the SKU's main price
+# quarantined by a rule of two price types (``domain.prices.AWAITING_PERSON``): ``state_said``
+# says each.
+Wait = Literal["", "channel", "1c", "person"]
+
+# The error classes of a wait that ``awaiting`` counts but that is not on the channel, and whom
+# it is on: the one table ``wait_of`` (SQL) and ``awaiting_in_story`` (a history) read.
+_NOT_ON_CHANNEL: dict[str, Wait] = {AWAITING_1C: "1c", AWAITING_PERSON: "person"}
 
 
-# What a delayed state waits for, read along a story: "" (not delayed, or a retry), the channel,
-# or 1C's other price type (``domain.prices.AWAITING_1C``): ``state_said`` says each.
-Wait = Literal["", "channel", "1c"]
+def wait_of(pk: Any, channel_id: Any, state: Any) -> ColumnElement[str]:
+    """What a delivery waits for (``Wait``), the one rule ``find``, ``status`` and the
+    workbench share: "" for one not delayed or delayed for a retry; of those ``awaiting``
+    says wait, "1c" where the last delaying event's error class is ``AWAITING_1C`` (1C's other
+    price type), "person" where it is ``AWAITING_PERSON`` (an operator's retry or cancel of the
+    quarantined main price), else "channel" (the marketplace). Only "channel" is a wait for
+    the marketplace: ``status`` and the dashboard count the others apart."""
+    on = func.coalesce(_last_delaying(history.c.error_class, pk, channel_id), "")
+    kind = case(*((on == cls, kind) for cls, kind in _NOT_ON_CHANNEL.items()), else_="channel")
+    # ``awaiting`` NULL (no delaying event) takes the else: not a wait
+    return case((awaiting(pk, channel_id, state), kind), else_="")
+
+
+def waits_said(wait: str) -> dict[str, bool]:
+    """A delivery's wait (``wait_of``) as ``find``'s and ``history``'s keys: a wait
+    (``awaiting``: not a retry) and, of those, one for 1C's other price type (``awaiting_1c``)
+    or for a person's decision on the quarantined main price (``awaiting_person``)."""
+    return {
+        "awaiting": bool(wait),
+        "awaiting_1c": wait == "1c",
+        "awaiting_person": wait == "person",
+    }
 
 
 def awaiting_in_story(
@@ -70,10 +85,10 @@ def awaiting_in_story(
 ) -> list[tuple[Wait, Wait]]:
     """The same rule read along a history (``exchange history``, the report's biography):
     for each row (its channel, event, from-state, to-state and error class, oldest first)
-    what its from-state and its to-state, where ``delayed``, wait for: the channel, 1C (the
-    last delaying event's error class is ``AWAITING_1C``, as ``awaiting_1c`` reads it), or
-    nothing but a retry (""): the last of the two delaying events on the row's channel up to
-    it says which."""
+    what its from-state and its to-state, where ``delayed``, wait for: the channel, 1C or a
+    person (the last delaying event's error class, as ``wait_of`` reads it), or nothing but a
+    retry (""): the last of the two delaying events on the row's channel up to it says
+    which."""
     last: dict[Any, tuple[str, str | None]] = {}
     said: list[tuple[Wait, Wait]] = []
     for channel, event, from_state, to_state, error_class in rows:
@@ -93,13 +108,14 @@ def awaiting_in_story(
 def _wait(last: tuple[str, str | None] | None) -> Wait:
     if last is None or last[0] != Event.AWAITING_OUTCOME.value:
         return ""
-    return "1c" if last[1] == AWAITING_1C else "channel"
+    return _NOT_ON_CHANNEL.get(last[1] or "", "channel")
 
 
 def awaiting_in_biography(story: Iterable[dict[str, Any]]) -> list[tuple[Wait, Wait]]:
     """``awaiting_in_story`` of a biography's history (``ops.status.biography``'s entries, by
     their channel's name): what ``exchange history`` and the workbench's history say of each
-    row's delayed from- and to-state, a wait for the marketplace, for 1C, or a retry."""
+    row's delayed from- and to-state, a wait for the marketplace, for 1C, for a person, or a
+    retry."""
     return awaiting_in_story(
         (e.get("channel"), e["event"], e["from"], e["to"], e.get("error_class")) for e in story
     )

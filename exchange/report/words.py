@@ -647,7 +647,7 @@ def history_words(
 ) -> tuple[str, str | None, str | None]:
     """A history row's event and states as a report says them: words in Russian, the stored
     codes in English (what ``exchange history --json`` and the logs say). ``awaits`` says
-    what its delayed from- and to-state wait for (the channel, 1C, or "" for a retry)
+    what its delayed from- and to-state wait for (the channel, 1C, a person, or "" for a retry)
     (``exchange.ops.waits.awaiting_in_story``): said as a wait (``state_said``), never as a
     retry. ``detail``: the row's, which says whether a released attempt was sent with its
     answer unknown (``words.event_said``)."""
@@ -663,7 +663,9 @@ def history_words(
 def _state_waits(state: str | None, lang: Lang, waits: Wait) -> str | None:
     if not state:
         return state
-    return state_said(state, lang, awaiting=bool(waits), on_1c=waits == "1c")
+    return state_said(
+        state, lang, awaiting=bool(waits), on_1c=waits == "1c", on_person=waits == "person"
+    )
 
 
 def summary_rows(report: Report, lang: Lang) -> list[tuple[str, Cell]]:

@@ -56,3 +56,15 @@ def test_the_wait_is_counted_from_now_to_its_due_time_not_the_figure_written_whe
     assert "goes in 1235 s" in en, en  # English shows the detail as recorded
     row["next_try_at"] = (now - timedelta(seconds=5)).isoformat()
     assert "уйдёт через 0 с" in _found_facts(row, "UTC", "ru", now)
+
+
+def test_a_wait_for_a_persons_decision_reads_as_such_never_as_a_wait_for_the_marketplace() -> None:
+    """Review wait34: a price waiting for a person's decision on its SKU's main price,
+    quarantined by a rule of two price types (``find``'s ``awaiting_person``), read «ждёт
+    площадку» / "waiting for the marketplace" in ``exchange find`` and ``history``."""
+    from exchange.cli.reading import _state_shown
+
+    row = {**_row("waits for a person's decision on price version 2"), "awaiting_person": True}
+    assert _state_shown(row, "ru") == "ждёт решения оператора по основной цене"
+    en = _state_shown(row, "en")
+    assert en == "waiting for an operator's decision on the main price", en

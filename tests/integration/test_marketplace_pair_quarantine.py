@@ -25,7 +25,9 @@ from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
 from exchange.ops import quarantine
-from exchange.words import detail_words
+from exchange.ops.find import find
+from exchange.ops.status import status
+from exchange.words import detail_words, state_said
 from exchange.worker import Worker
 
 
@@ -56,6 +58,22 @@ def _state(engine: Engine, aggregate: str, version: int) -> tuple[str, str | Non
             .where(messages.c.aggregate == aggregate, messages.c.version == version)
         ).one()
     return s, r, e or "", m
+
+
+def _said_as_a_wait_for_a_person(engine: Engine, now: Any, w: Worker) -> None:
+    """Review wait34: the old price waiting for a person's decision on the quarantined price
+    was said «ждёт площадку» and counted under "wait for the marketplace" by ``status`` and
+    ``find``: it waits for an operator (``waits.wait_of``: "person"), counted apart."""
+    with transaction(engine, read_only=True) as connection:
+        figures = status(connection, now, w.kinds)
+        found = [r for r in find(connection, "SKU-1") if r["aggregate"] == "SKU-1/old"]
+    waits = (figures.awaiting_channel, figures.awaiting_1c, figures.awaiting_person)
+    assert waits == (0, 0, 1), figures
+    row = found[0]  # newest first: v2, the one waiting
+    assert (row["version"], row["awaiting"], row["awaiting_1c"]) == (2, True, False), row
+    assert row["awaiting_person"], row
+    said = state_said(row["state"], "ru", awaiting=True, on_person=row["awaiting_person"])
+    assert said == "ждёт решения оператора по основной цене", said
 
 
 @pytest.mark.parametrize("decision", ["retry", "cancel"])
@@ -111,6 +129,7 @@ def test_a_new_old_price_waits_for_the_persons_decision_on_the_quarantined_price
         assert [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")] == [
             (1000, 1400)
         ]
+        _said_as_a_wait_for_a_person(engine, clock.now(), w)
         with transaction(engine) as connection:
             if decision == "retry":
                 quarantine.retry(

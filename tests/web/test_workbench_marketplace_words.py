@@ -7,6 +7,7 @@ the marketplace's cabinet, never to a "site team"; a site's channel keeps the si
 from __future__ import annotations
 
 import html
+import io
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, insert, select
@@ -102,6 +103,55 @@ def test_a_price_waiting_for_1cs_other_price_type_is_no_wait_for_the_marketplace
     page = html.unescape(client.get(f"/message/{ids['SKU-2']}").text)
     on_ozon = page.split('id="on-second"')[1].split("</tr>")[0]
     assert "ждёт 1С: другой вид цены" in on_ozon and "площадку" not in on_ozon, on_ozon
+
+
+def test_a_price_waiting_for_a_persons_decision_on_the_main_price_is_no_wait_for_the_marketplace(
+    olga: str, db: Engine
+) -> None:
+    """Review wait34: an Ozon old price that waits for a person's decision on its SKU's main
+    price, quarantined by a rule of two price types (``AWAITING_PERSON``), was counted under
+    «ждут площадку» and said «ждёт площадку» on the message page and in its «Переход»: the
+    wait is on an operator, counted apart, never as a wait for the marketplace nor for 1C."""
+    from rich.console import Console
+
+    from exchange.domain.policy import KindPolicies
+    from exchange.domain.prices import AWAITING_PERSON
+    from exchange.ops.status import status, tables
+
+    ids = _on_ozon(db)
+    with transaction(db) as connection:
+        connection.execute(
+            history.update()
+            .where(history.c.event == Event.AWAITING_OUTCOME.value)
+            .values(error_class=AWAITING_PERSON)
+        )
+        figures = status(connection, NOW, KindPolicies.of({}))
+    waits = (figures.awaiting_channel, figures.awaiting_1c, figures.awaiting_person)
+    assert waits == (0, 0, 1), figures
+    # ``exchange status`` says the same row as the dashboard, never «ждут площадку»
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    for table in tables(figures, lang="ru"):
+        console.print(table)
+    said = out.getvalue()
+    assert "из них ждут решения оператора по основной цене в карантине" in said, said
+    assert "ждут площадку" not in said, said
+    client = signed_in(olga, "olga")
+    dashboard = html.unescape(client.get("/").text)
+    assert 'id="delayed-awaiting"' not in dashboard
+    assert 'id="delayed-awaiting-1c"' not in dashboard
+    counted = dashboard.split('id="delayed-awaiting-person"')[1].split("</tr>")[0]
+    assert "из них ждут решения оператора по основной цене в карантине" in counted, counted
+    assert ">1</td>" in counted, counted
+    page = html.unescape(client.get(f"/message/{ids['SKU-2']}").text)
+    on_ozon = page.split('id="on-second"')[1].split("</tr>")[0]
+    said = "ждёт решения оператора по основной цене"
+    assert said in on_ozon and "площадку" not in on_ozon, on_ozon
+    table = page.split('class="history"', 1)[1].split("</table>", 1)[0]
+    assert f"отправляется → {said}" in " ".join(table.split()), table
+    assert "→ ждёт площадку" not in table, table
+    english = html.unescape(client.get(f"/message/{ids['SKU-2']}?lang=en").text)
+    assert "→ waiting for an operator's decision on the main price" in english, english
 
 
 def test_the_history_says_a_wait_for_ozon_as_exchange_history_does(olga: str, db: Engine) -> None:

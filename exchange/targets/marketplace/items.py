@@ -68,6 +68,7 @@ from typing import Protocol
 from exchange.domain.pause import KNOWN_PRICES_UNREAD
 from exchange.domain.prices import (
     AWAITING_1C,
+    AWAITING_PERSON,
     AWAITS_COMPANION,
     PAIR_RULE,
     KnownPrice,
@@ -415,7 +416,7 @@ def _waits_for_person(price: KnownPrice, channel: Channel, most: float) -> Class
         f"together, cancelling it lets this price go beside {mapped} {price.amount}; looked at "
         f"again in {seconds_said(wait)} s, not charged",
         again_in=wait,
-        error_class=AWAITING_PRICE,
+        error_class=AWAITING_PERSON,  # a wait on an operator, not on the marketplace (ops.waits)
         receipt=AWAITS_COMPANION,  # a retry of the quarantined one takes it along (queue.lease)
     )
 

@@ -226,8 +226,8 @@ class Core:
             # (``words.state_said``, ``exchange.ops.waits``), never as a retry
             # a released attempt sent with its answer unknown said as sent (words.event_said)
             event_n=lambda event, detail=None: event_said(event, detail, lang),
-            state_n=lambda state, waits=False, on_1c=False: state_said(
-                state, lang, awaiting=bool(waits), on_1c=bool(on_1c)
+            state_n=lambda state, waits=False, on_1c=False, on_person=False: state_said(
+                state, lang, awaiting=bool(waits), on_1c=bool(on_1c), on_person=bool(on_person)
             ),
             said=lambda text: error_words(text, lang),
             # the estimate is the last delayed delivery's due time (``ops.backlog``)
