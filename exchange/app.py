@@ -167,6 +167,7 @@ def wildberries_target(
         timeout=settings.http_timeout,
         transport=transport,
         refused_wait=settings.retry_max_delay,
+        channel_name=settings._channel_name,
     )
 
 
@@ -297,6 +298,7 @@ def yandex_market_target(
         # The channel's earlier updates of a SKU that may still land, whichever worker sent
         # them: a read-back that cannot tell them from this one counts after ym_apply_timeout.
         earlier=DbSentTimes(engine, channel) if engine is not None else NO_EARLIER_SENDS,
+        channel_name=channel,
         transport=transport,
         verify=settings.site_tls(),
         now=(clock or SystemClock()).now,
@@ -419,6 +421,7 @@ def ozon_target(
         # A refused key is asked about again once per retry_max_delay, as WB's and YM's
         # read-only pauses try a write (review 32).
         probe_every=settings.retry_max_delay,
+        channel_name=channel,
     )
 
 
