@@ -31,6 +31,10 @@ RULE = "min_price 120 is not below price 100: Ozon refuses it"
 CODES = re.compile(r"\b(?:ozon|yandex-market)\b(?! \()")  # a code, not «channel ozon (Ozon)»
 
 
+def _said(name: str | None, marketplace: str) -> str:
+    return f"channel {name} ({marketplace})" if name else marketplace
+
+
 def _ozon(name: str | None) -> items.Channel:
     return items.Channel(
         "ozon",
@@ -38,7 +42,7 @@ def _ozon(name: str | None) -> items.Channel:
         "ozon_price_types",
         {},
         dependent={"old_price": Decimal(0)},
-        name=name,
+        called=_said(name, "Ozon"),
     )
 
 
@@ -49,7 +53,7 @@ def _ym(name: str | None) -> items.Channel:
         "ym_price_types",
         {},
         dependent={"discountBase": None},
-        name=name,
+        called=_said(name, "Yandex Market"),
     )
 
 

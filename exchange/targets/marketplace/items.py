@@ -85,7 +85,6 @@ from exchange.targets.prices import (
     WaitingPrices,
     read_price,
 )
-from exchange.words import channel_subject, channels_named
 
 ARTICLES_UNREAD = "ArticlesUnread"  # error_class: the service's database gave no articles
 AWAITING_PRICE = "AwaitingPrice"  # error_class: an item waits for a price of its SKU (issue 32)
@@ -110,19 +109,17 @@ class Channel:
     # as "none", Ozon's old_price "0", Yandex's discountBase left out; None: left out). Where a
     # rule breaks with one of these new beside the price, only it is refused (``_split``).
     dependent: Mapping[str, Decimal | None] = field(default_factory=dict)
-    # The channel's name where EXCHANGE_CHANNELS names it (None: the one channel of
-    # EXCHANGE_TARGET): what its words call it (``said``).
-    name: str | None = None
+    # What the channel's words call it (``said``); empty: its target's code.
+    called: str = ""
 
     @property
     def said(self) -> str:
         """The channel as a detail names it (in English, as details are written; said in
         Russian by ``words.detail_words``): "channel ozon (Ozon)" where EXCHANGE_CHANNELS
         names it, else the marketplace ("Ozon", "Yandex Market"), never its target's code
-        ("a rule of ozon", "yandex-market": review words34). The rule the worker's busy
-        words keep (``words.channel_subject``)."""
-        named = channels_named(self.name is not None, 0)
-        return channel_subject(self.name, self.target, "en", named=named) or self.target
+        ("a rule of ozon", "yandex-market": review words34). The target is given it
+        (``app``: ``words.channel_subject``, the rule the worker's busy words keep)."""
+        return self.called or self.target
 
 
 @dataclass(slots=True)

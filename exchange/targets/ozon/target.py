@@ -259,7 +259,7 @@ class OzonTarget:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         lost_hold: float = LOST_HOLD,
         lost_every: float = LOST_EVERY,
-        channel_name: str | None = None,
+        channel_said: str | None = None,
     ) -> None:
         """``known``: the newest price of each price type Ozon may hold, delivered or in
         doubt (an item carries them); ``delivered``: the latest delivered only (a price
@@ -277,8 +277,9 @@ class OzonTarget:
         key file changed. ``requests_per_second``: Ozon's limit per Client-Id (rate.py), kept
         by every request (``monotonic``, ``sleep``: its clock). ``lost_hold``: seconds a
         product waits after a send whose answer was lost, for Ozon to show its prices
-        (``_late``), read every ``lost_every`` seconds. ``channel_name``: the channel's name
-        where EXCHANGE_CHANNELS names it, which its words say (``Channel.said``)."""
+        (``_late``), read every ``lost_every`` seconds. ``channel_said``: what its words
+        call the channel (``Channel.said``: "channel ozon (Ozon)" under EXCHANGE_CHANNELS);
+        without it, the marketplace's name."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -292,7 +293,7 @@ class OzonTarget:
             sku_source=sku_source,
             rounding=rounding,
             dependent=DEPENDENT,
-            name=channel_name,
+            called=channel_said or "Ozon",
         )
         self.known, self.delivered, self.articles = known, delivered, articles
         self.waiting = waiting

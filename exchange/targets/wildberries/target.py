@@ -305,7 +305,7 @@ class WildberriesTarget:
         quarantine_wait: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_goods: int = MAX_GOODS,
-        channel_name: str | None = None,
+        channel_said: str | None = None,
     ) -> None:
         """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
         between looks; ``task_timeout``: how long a task WB does not show yet counts as
@@ -318,8 +318,8 @@ class WildberriesTarget:
         ``quarantine_wait``: seconds between looks while a price in force waits behind another
         one WB's price quarantine holds for its good (``_behind_quarantine``); ``max_goods``:
         goods an upload at most (WB's 1,000; fewer for a bench whose limits are lowered).
-        ``channel_name``: the channel's name where EXCHANGE_CHANNELS names it, which its words
-        say (``Channel.said``)."""
+        ``channel_said``: what its words call the channel (``Channel.said``: "channel wb
+        (Wildberries)" under EXCHANGE_CHANNELS); without it, the marketplace's name."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
@@ -332,7 +332,7 @@ class WildberriesTarget:
             currency,
             sku_source,
             rounding,
-            name=channel_name,
+            called=channel_said or "Wildberries",
         )
         self.articles = articles
         # One SKU a good (``_one_sku_a_good``): the SKUs any worker gave each vendor code
