@@ -1804,6 +1804,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"lost has landed; not sent again",
         N_("{m} shows {p}: the send whose answer was lost has landed; not sent again"),
     ),
+    # A product the marketplace holds no price of yet (Ozon's "0" of a product never priced:
+    # ozon.target._money), never "shows price 0" (review words34).
+    (
+        r"(?P<m>Ozon|Wildberries|Yandex Market) shows no price yet",
+        N_("{m} shows no price yet"),
+    ),
     (
         r"(?P<m>Ozon|Wildberries|Yandex Market) shows (?P<p>[\w.]+ (?:none|[\d.]+)"
         r"(?:, [\w.]+ (?:none|[\d.]+))*)",
