@@ -22,6 +22,7 @@ from exchange.domain.clock import Clock, Monotonic, SystemClock
 from exchange.errors import ConfigurationError, OperatorError
 from exchange.settings import Settings, onec_folder
 from exchange.settings.marketplaces import MARKETPLACE_TARGETS
+from exchange.words import channel_subject, channels_named
 
 if TYPE_CHECKING:
     import httpx
@@ -122,6 +123,14 @@ def target(
     )
 
 
+def channel_said(settings: Settings) -> str | None:
+    """What a marketplace channel's words call it (English, as details are written): "channel
+    ozon (Ozon)" where EXCHANGE_CHANNELS names it, else the marketplace, "Ozon" (review words34:
+    never the target's code). The rule of the worker's busy words (``words.channel_subject``)."""
+    name = settings._channel_name
+    return channel_subject(name, settings.target, "en", named=channels_named(name is not None, 0))
+
+
 def wildberries_target(
     settings: Settings,
     transport: httpx.AsyncBaseTransport | None = None,
@@ -167,6 +176,7 @@ def wildberries_target(
         timeout=settings.http_timeout,
         transport=transport,
         refused_wait=settings.retry_max_delay,
+        channel_said=channel_said(settings),
     )
 
 
@@ -297,6 +307,7 @@ def yandex_market_target(
         # The channel's earlier updates of a SKU that may still land, whichever worker sent
         # them: a read-back that cannot tell them from this one counts after ym_apply_timeout.
         earlier=DbSentTimes(engine, channel) if engine is not None else NO_EARLIER_SENDS,
+        channel_said=channel_said(settings),
         transport=transport,
         verify=settings.site_tls(),
         now=(clock or SystemClock()).now,
@@ -419,6 +430,7 @@ def ozon_target(
         # A refused key is asked about again once per retry_max_delay, as WB's and YM's
         # read-only pauses try a write (review 32).
         probe_every=settings.retry_max_delay,
+        channel_said=channel_said(settings),
     )
 
 

@@ -1141,6 +1141,32 @@ def target_said(english: str, lang: Lang) -> str:
     return english
 
 
+def subject_said(english: str, lang: Lang) -> str:
+    """A channel as a stored detail names it (``channel_subject``'s English words, as a
+    marketplace's items write them: "channel ozon (Ozon)", "Yandex Market") in ``lang``:
+    «канал ozon (Ozon)», «Яндекс Маркет»; a marketplace's code (an older detail's "ozon",
+    "yandex-market") by its name; anything else as it is."""
+    found = re.fullmatch(r"channel (?P<c>[a-z0-9-]+) \((?P<what>[^()]+)\)", english)
+    if found:
+        return _("channel {channel} ({what})", lang).format(
+            channel=found["c"], what=target_said(found["what"], lang)
+        )
+    if on_marketplace(english):
+        return say(NAMES["target"][english], lang)
+    return target_said(english, lang)
+
+
+# review ozonpair: a new dependent price waits for a person's decision on the quarantined one
+_WAITS_FOR_PERSON = N_(
+    "waits for a person's decision on {m} version {v} of its SKU (price type {pt}, message_id "
+    "{id}), quarantined by a rule of two price types: beside the {m} {a} held on {t&} it would "
+    "show a pair 1C never stated; retrying {id} sends both together, cancelling it lets this "
+    "price go beside {m} {a}; looked at again in {w} s, not charged"
+)
+# A channel as a marketplace's items name it in a detail (``items.Channel.said``): named
+# («channel ozon (Ozon)»), the marketplace alone, or a target's code (details written before).
+_SUBJECT = r"channel [a-z0-9-]+ \([^()]+\)|Yandex Market|[\w-]+"
+
 _UNITS = {"en": ("d", "h", "min", "s"), "ru": ("д", "ч", "мин", "с")}
 
 
@@ -1794,6 +1820,12 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"(?P<m>Ozon|Wildberries|Yandex Market) shows (?P<p>.+?): the send whose answer was "
         r"lost has landed; not sent again",
         N_("{m} shows {p}: the send whose answer was lost has landed; not sent again"),
+    ),
+    # A product the marketplace holds no price of yet (Ozon's "0" of a product never priced:
+    # ozon.target._money), never "shows price 0" (review words34).
+    (
+        r"(?P<m>Ozon|Wildberries|Yandex Market) shows no price yet",
+        N_("{m} shows no price yet"),
     ),
     (
         r"(?P<m>Ozon|Wildberries|Yandex Market) shows (?P<p>[\w.]+ (?:none|[\d.]+)"
@@ -2544,12 +2576,13 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     # a marketplace's items (exchange/targets/marketplace/items.py): an item that waits for
     # its companion price is not charged
     (
-        r"alone beside the other known prices of its SKU it breaks a rule of (?P<t>\S+) "
-        r"\((?P<b>.+)\); 1C may send the other price type in its next package: looked at again "
-        r"in (?P<w>\S+) s, quarantined if it still breaks the rule (?P<l>\d+) s from now, not "
-        r"charged",
+        r"alone beside the other known prices of its SKU it breaks a rule of (?P<t>"
+        + _SUBJECT
+        + r") \((?P<b>.+)\); 1C may send the other price type in its next package: looked at "
+        r"again in (?P<w>\S+) s, quarantined if it still breaks the rule (?P<l>\d+) s from now, "
+        r"not charged",
         N_(
-            "alone beside the other known prices of its SKU it breaks a rule of {t} ({b*}); 1C "
+            "alone beside the other known prices of its SKU it breaks a rule of {t&} ({b*}); 1C "
             "may send the other price type in its next package: looked at again in {w} s, "
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
@@ -2558,19 +2591,19 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"(?P<b>.+); a new (?P<o>.+?) from 1C waits for a person's decision on this price: "
         r"retrying it sends both together, cancelling it leaves the (?P<m>\S+) it holds live "
-        r"on (?P<t>\S+)",
+        r"on (?P<t>" + _SUBJECT + ")",
         N_(
             "{b*}; a new {o} from 1C waits for a person's decision on this price: retrying it "
-            "sends both together, cancelling it leaves the {m} it holds live on {t}"
+            "sends both together, cancelling it leaves the {m} it holds live on {t&}"
         ),
     ),
     (
         r"(?P<b>.+); a new (?P<o>.+?) from 1C waits for a person's decision on this price: "
         r"retrying it sends both together, cancelling it leaves (?P<m>\S+) (?P<a>\S+) live on "
-        r"(?P<t>\S+)",
+        r"(?P<t>" + _SUBJECT + ")",
         N_(
             "{b*}; a new {o} from 1C waits for a person's decision on this price: retrying it "
-            "sends both together, cancelling it leaves {m} {a} live on {t}"
+            "sends both together, cancelling it leaves {m} {a} live on {t&}"
         ),
     ),
     # issue 32: a rule of two price types refuses the dependent one alone (an old price)
@@ -2579,10 +2612,11 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("{b*}; only this price is quarantined: {g} went without it"),
     ),
     (
-        r"(?P<t>\S+) refused its item by a rule of (?P<f>.+?) \((?P<d>.+)\): only (?P=f) is "
-        r"quarantined; this price goes again without it in (?P<w>\S+) s, not charged",
+        r"(?P<t>" + _SUBJECT + r") refused its item by a rule of (?P<f>.+?) \((?P<d>.+)\): "
+        r"only (?P=f) is quarantined; this price goes again without it in (?P<w>\S+) s, not "
+        r"charged",
         N_(
-            "{t^} refused its item by a rule of {f} ({d*}): only {f} is quarantined; this "
+            "{t&} refused its item by a rule of {f} ({d*}): only {f} is quarantined; this "
             "price goes again without it in {w} s, not charged"
         ),
     ),
@@ -2590,23 +2624,26 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"waits for a person's decision on (?P<m>\S+) version (?P<v>\d+) of its SKU \(price "
         r"type (?P<pt>'.*?'), message_id (?P<id>\S+)\), quarantined by a rule of two price "
+        r"types: beside the (?P=m) (?P<a>\S+) held on (?P<t>" + _SUBJECT + r") it would show "
+        r"a pair 1C never stated; retrying (?P=id) sends both together, cancelling it lets this "
+        r"price go beside (?P=m) (?P=a); looked at again in (?P<w>\S+) s, not charged",
+        _WAITS_FOR_PERSON,
+    ),
+    # The same as written before review words34 ("beside the price 1000 ozon holds").
+    (
+        r"waits for a person's decision on (?P<m>\S+) version (?P<v>\d+) of its SKU \(price "
+        r"type (?P<pt>'.*?'), message_id (?P<id>\S+)\), quarantined by a rule of two price "
         r"types: beside the (?P=m) (?P<a>\S+) (?P<t>\S+) holds it would show a pair 1C never "
         r"stated; retrying (?P=id) sends both together, cancelling it lets this price go beside "
         r"(?P=m) (?P=a); looked at again in (?P<w>\S+) s, not charged",
-        N_(
-            "waits for a person's decision on {m} version {v} of its SKU (price type {pt}, "
-            "message_id {id}), quarantined by a rule of two price types: beside the {m} {a} {t} "
-            "holds it would show a pair 1C never stated; retrying {id} sends both together, "
-            "cancelling it lets this price go beside {m} {a}; looked at again in {w} s, not "
-            "charged"
-        ),
+        _WAITS_FOR_PERSON,
     ),
     (
         r"waits for (?P<m>\S+) \(price type (?P<pt>'.*?'), version (?P<v>\d+)\), still to be "
-        r"given to (?P<t>\S+): alone it breaks a rule \((?P<b>.+)\); both go together, looked "
-        r"at again in (?P<w>\S+) s, not charged",
+        r"given to (?P<t>" + _SUBJECT + r"): alone it breaks a rule \((?P<b>.+)\); both go "
+        r"together, looked at again in (?P<w>\S+) s, not charged",
         N_(
-            "waits for {m} (price type {pt}, version {v}), still to be given to {t}: alone it "
+            "waits for {m} (price type {pt}, version {v}), still to be given to {t&}: alone it "
             "breaks a rule ({b*}); both go together, looked at again in {w} s, not charged"
         ),
     ),
@@ -2955,7 +2992,8 @@ def _field_problems(text: str) -> str:
 def detail_words(text: str) -> str:
     """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
     in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
-    payload's field problems; a ``{name@}`` a kind, by its Russian name); one that matches
+    payload's field problems; a ``{name@}`` a kind, by its Russian name; a ``{name&}`` a
+    channel, named as a marketplace's items name it: ``subject_said``); one that matches
     nothing as it is."""
     for pattern, message in _DETAILS_RE:
         found = pattern.fullmatch(text)
@@ -2972,6 +3010,9 @@ def detail_words(text: str) -> str:
                 if "{" + key + "^}" in russian:  # a target, by its Russian name
                     russian = russian.replace("{" + key + "^}", "{" + key + "}")
                     values[key] = target_said(values[key], "ru")
+                if "{" + key + "&}" in russian:  # a channel, named (``subject_said``)
+                    russian = russian.replace("{" + key + "&}", "{" + key + "}")
+                    values[key] = subject_said(values[key], "ru")
                 if "{" + key + "@}" in russian:  # a kind, by its Russian name
                     russian = russian.replace("{" + key + "@}", "{" + key + "}")
                     values[key] = name("kind", values[key], "ru")

@@ -190,7 +190,9 @@ def _print(verification: Verification, as_json: bool, *, marketplace: bool = Fal
             if held.unreadable is not None
             else _("no such product", lang)
             if not held.found
-            else _("no price", lang)
+            # A marketplace's none (Ozon's "0" of a product never priced): no price yet,
+            # never "0" (review words34).
+            else (_("no price yet", lang) if marketplace else _("no price", lang))
             if held.held is None
             else _price(held.held, lang)
         )

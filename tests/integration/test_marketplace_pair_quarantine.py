@@ -112,8 +112,10 @@ def test_a_new_old_price_waits_for_the_persons_decision_on_the_quarantined_price
         # The entry says what a person's decision on it does.
         assert "a new old_price from 1C waits for a person's decision on this price" in said
         assert "retrying it sends both together" in said, said
-        assert "cancelling it leaves price 1000.00 live on ozon" in said, said
+        # The marketplace by its name, never the target's code (review words34).
+        assert "cancelling it leaves price 1000.00 live on Ozon" in said, said
         russian = detail_words(said)
+        assert "которую сейчас показывает Ozon" in russian, russian
         assert "повтор отправит обе цены вместе" in russian, russian
         assert "1000.00" in russian and "cancelling" not in russian, russian
         stage(engine, [_typed(2, "1800.00", "old")])

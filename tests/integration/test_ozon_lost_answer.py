@@ -234,3 +234,40 @@ def test_another_worker_waits_for_the_lost_send_as_well(
     assert _state(engine, 2)[0] == "delivered"
     assert site.requests[IMPORT_PRICES] == before, "delivered from the read"
     assert site.price("SKU-1") == Decimal("1100")
+
+
+def test_a_lost_first_send_waits_on_no_price_yet_never_on_ozons_price_0(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review words34 item 2: a product never priced reads price "0" on Ozon (§1.4's
+    read-back; the simulator's too), and Ozon holds no price 0 the service gave it (the channel
+    refuses a zero price). While the first send of 1000, whose answer was lost, may still land,
+    the wait says "Ozon shows no price yet" («у Ozon цены ещё нет»), never "price 0"; and the 0
+    does not show the lost 1000: the price waits, then is delivered once Ozon shows 1000."""
+    clock = FakeClock()
+    worker = _worker(db_url, engine, site, clock, tmp_path)
+    site.add("SKU-1")  # in the seller's catalogue, never priced
+    stall = 5.0  # real seconds Ozon sleeps on the request before applying it
+
+    async def scenario(w: Worker) -> None:
+        before = site.requests[IMPORT_PRICES]
+        site.faults.delay = stall
+        stage(engine, [price_row("SKU-1", 1, "1000.00")])
+        started = time.monotonic()
+        await w.cycle()  # ReadTimeout after 0.3 s: Ozon still on it
+        site.faults.delay = 0.0
+        await _cycles(w, clock, 4, 2.0)  # due again: reads Ozon's "0"
+        assert time.monotonic() - started < stall, "read before Ozon applied it"
+        state, detail = _state(engine, 1)
+        assert state == "delayed", detail
+        assert detail is not None and "Ozon shows no price yet" in detail, detail
+        assert "price 0" not in detail and "price none" not in detail, detail
+        assert "у Ozon цены ещё нет" in detail_words(detail), detail_words(detail)
+        await asyncio.sleep(max(0.0, stall + 0.5 - (time.monotonic() - started)))
+        await _cycles(w, clock, 6, 10.0)
+        assert site.requests[IMPORT_PRICES] - before == 1, "delivered from the read"
+
+    run_worker(worker, scenario)
+
+    assert _state(engine, 1)[0] == "delivered"
+    assert site.price("SKU-1") == Decimal("1000")

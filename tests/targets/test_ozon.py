@@ -843,3 +843,38 @@ def test_each_item_is_settled_by_its_own_result_or_by_none(
     results = [{"offer_id": offer, "n": n} for n, offer in enumerate(answered)]
     found = matched(items, results)
     assert [None if r is None else r["offer_id"] for r in found] == settled
+
+
+# -- a product Ozon holds no price of yet (review words34 item 2) -------------------------------
+
+
+@pytest.mark.parametrize("readback", ["numbers", "strings"])
+def test_a_product_ozon_never_priced_reads_no_price_yet_never_price_0(
+    ozon: OzonSimulator,
+    readback: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A product in the seller's catalogue never priced reads price "0" in
+    ``/v5/product/info/prices`` (§1.4's read-back; the simulator's too). Ozon holds no price 0
+    the service gave it (the channel refuses a zero price: ``Money``; old_price "0" is none,
+    §1.1), so the 0 is "no price yet": ``verify`` says «цены ещё нет», never «0». A cleared old
+    price (1C's 0, sent as "0") still agrees with Ozon's "0"."""
+    from exchange.cli.verifying import _print
+    from exchange.ops.verify import Verification
+
+    ozon.switches.readback = readback  # type: ignore[assignment]
+    ozon.add("SKU-9")  # in the catalogue, never priced
+    cleared = [price("SKU-1", 1, "500.00"), price("SKU-1", 1, "0", "old")]
+    sent = deliver(target(ozon), *cleared)
+    assert [a.verdict for a in sent] == [Verdict.DELIVERED] * 2, sent
+    never = price("SKU-9", 1, "700.00")
+
+    held = run(target(ozon), lambda t: t.read_prices([never, *cleared]))
+
+    assert (held[0].found, held[0].held, held[0].agrees) == (True, None, False)
+    assert held[1].agrees and held[2].agrees, held
+    monkeypatch.setenv("EXCHANGE_LANG", "ru")
+    _print(Verification("ozon", held, []), False, marketplace=True)
+    row = next(line for line in capsys.readouterr().out.splitlines() if "SKU-9" in line)
+    assert "цены ещё нет" in row and " 0 " not in f"{row} ", row

@@ -110,6 +110,17 @@ class Channel:
     # as "none", Ozon's old_price "0", Yandex's discountBase left out; None: left out). Where a
     # rule breaks with one of these new beside the price, only it is refused (``_split``).
     dependent: Mapping[str, Decimal | None] = field(default_factory=dict)
+    # What the channel's words call it (``said``); empty: its target's code.
+    called: str = ""
+
+    @property
+    def said(self) -> str:
+        """The channel as a detail names it (in English, as details are written; said in
+        Russian by ``words.detail_words``): "channel ozon (Ozon)" where EXCHANGE_CHANNELS
+        names it, else the marketplace ("Ozon", "Yandex Market"), never its target's code
+        ("a rule of ozon", "yandex-market": review words34). The target is given it
+        (``app``: ``words.channel_subject``, the rule the worker's busy words keep)."""
+        return self.called or self.target
 
 
 @dataclass(slots=True)
@@ -218,7 +229,7 @@ def spread_rule(
     fields = ", ".join(sorted({fields_of[m.message_id] for m in dependent}))
     again = Classification(
         Verdict.AWAITING,
-        f"{channel.target} refused its item by a rule of {fields} ({verdict.detail}): only "
+        f"{channel.said} refused its item by a rule of {fields} ({verdict.detail}): only "
         f"{fields} is quarantined; this price goes again without it in "
         f"{AFTER_RULE_REFUSAL:g} s, not charged",
         again_in=AFTER_RULE_REFUSAL,
@@ -355,7 +366,7 @@ def pair_words(channel: Channel, fields: set[str], live: Decimal | None) -> str:
     held = f"{own[0]} {text(live)} live" if live is not None else f"the {own[0]} it holds live"
     return (
         f"; a new {', '.join(others)} from 1C waits for a person's decision on this price: "
-        f"retrying it sends both together, cancelling it leaves {held} on {channel.target}"
+        f"retrying it sends both together, cancelling it leaves {held} on {channel.said}"
     )
 
 
@@ -411,7 +422,7 @@ def _waits_for_person(price: KnownPrice, channel: Channel, most: float) -> Class
         Verdict.AWAITING,
         f"waits for a person's decision on {mapped} version {price.quarantined_version} of its "
         f"SKU (price type {price.price_type!r}, message_id {price.quarantined}), quarantined by "
-        f"a rule of two price types: beside the {mapped} {price.amount} {channel.target} holds "
+        f"a rule of two price types: beside the {mapped} {price.amount} held on {channel.said} "
         f"it would show a pair 1C never stated; retrying {price.quarantined} sends both "
         f"together, cancelling it lets this price go beside {mapped} {price.amount}; looked at "
         f"again in {seconds_said(wait)} s, not charged",
@@ -597,7 +608,7 @@ def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Cl
     wait = max(min(1.0, most), min(most, left))
     return Classification(
         Verdict.AWAITING,
-        f"alone beside the other known prices of its SKU it breaks a rule of {channel.target} "
+        f"alone beside the other known prices of its SKU it breaks a rule of {channel.said} "
         f"({broken}); 1C may send the other price type in its next package: looked at again "
         f"in {seconds_said(wait)} s, quarantined if it still breaks the rule {left:.0f} s from "
         "now, not charged",
@@ -621,7 +632,7 @@ def _waits(
     return Classification(
         Verdict.AWAITING,
         f"waits for {mapped} (price type {price.price_type!r}, version {price.version}), "
-        f"still to be given to {channel.target}: alone it breaks a rule ({broken}); both go "
+        f"still to be given to {channel.said}: alone it breaks a rule ({broken}); both go "
         f"together, looked at again in {seconds_said(wait)} s, not charged",
         again_in=wait,
         error_class=AWAITING_PRICE,

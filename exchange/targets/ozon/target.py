@@ -259,6 +259,7 @@ class OzonTarget:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         lost_hold: float = LOST_HOLD,
         lost_every: float = LOST_EVERY,
+        channel_said: str | None = None,
     ) -> None:
         """``known``: the newest price of each price type Ozon may hold, delivered or in
         doubt (an item carries them); ``delivered``: the latest delivered only (a price
@@ -276,7 +277,9 @@ class OzonTarget:
         key file changed. ``requests_per_second``: Ozon's limit per Client-Id (rate.py), kept
         by every request (``monotonic``, ``sleep``: its clock). ``lost_hold``: seconds a
         product waits after a send whose answer was lost, for Ozon to show its prices
-        (``_late``), read every ``lost_every`` seconds."""
+        (``_late``), read every ``lost_every`` seconds. ``channel_said``: what its words
+        call the channel (``Channel.said``: "channel ozon (Ozon)" under EXCHANGE_CHANNELS);
+        without it, the marketplace's name."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -290,6 +293,7 @@ class OzonTarget:
             sku_source=sku_source,
             rounding=rounding,
             dependent=DEPENDENT,
+            called=channel_said or "Ozon",
         )
         self.known, self.delivered, self.articles = known, delivered, articles
         self.waiting = waiting
@@ -505,7 +509,10 @@ class OzonTarget:
             if entry is None:
                 held.append(HeldPrice(message.message_id, sku, field, sent, None, found=False))
                 continue
-            held.append(HeldPrice(message.message_id, sku, field, sent, _money(entry, field), True))
+            shown = _money(entry, field)
+            if shown is None and sent == 0:
+                shown = sent  # 1C's old price 0 cleared Ozon's (§1.1): none is what it sent
+            held.append(HeldPrice(message.message_id, sku, field, sent, shown, True))
         return held
 
     # -- one request -----------------------------------------------------------------------
@@ -665,10 +672,15 @@ class OzonTarget:
             entry = found.get(item.offer_id)
             shown = {f: _money(entry, f) for f in MONEY} if entry is not None else {}
             if not late.shows(lost, shown):
+                seen = {f: shown.get(f) for f in lost.prices}
                 what = (
-                    f"Ozon shows {late.said({f: shown.get(f) for f in lost.prices})}"
-                    if entry is not None
-                    else f"Ozon does not list offer_id {item.offer_id!r}"
+                    f"Ozon does not list offer_id {item.offer_id!r}"
+                    if entry is None
+                    # A product never priced (Ozon's "0", ``_money``): no price yet, never
+                    # "price 0" (review words34).
+                    else "Ozon shows no price yet"
+                    if all(amount is None for amount in seen.values())
+                    else f"Ozon shows {late.said(seen)}"
                 )
                 answers.update(
                     spread(
@@ -1021,11 +1033,17 @@ class _Stop(Exception):
 
 
 def _money(entry: dict[str, Any], field: str) -> Decimal | None:
-    """A read-back's money (§1.4: numbers in the reference's example, strings as well)."""
+    """A read-back's money (§1.4: numbers in the reference's example, strings as well); None
+    where Ozon holds no price of that type: absent, "" or zero. Ozon's "0" is its none: an
+    old price "0" is no old price (§1.1: "0" clears it), and a product never priced reads
+    price "0" (the simulator's too). No price 0 is one the service gave Ozon: the channel
+    refuses a zero price and min_price (``Money``), so a zero read is never "Ozon shows
+    price 0" (review words34), and a lost send of price X is not shown by it (``late.shows``)."""
     value = (entry.get("price") or {}).get(field)
     if value is None or value == "":
         return None
     try:
-        return Decimal(str(value))
+        amount = Decimal(str(value))
     except InvalidOperation:
         return None
+    return None if amount == 0 else amount

@@ -305,6 +305,7 @@ class WildberriesTarget:
         quarantine_wait: float = 300.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_goods: int = MAX_GOODS,
+        channel_said: str | None = None,
     ) -> None:
         """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
         between looks; ``task_timeout``: how long a task WB does not show yet counts as
@@ -316,7 +317,9 @@ class WildberriesTarget:
         checks while WB refuses the same token (the channel's ``retry_max_delay``);
         ``quarantine_wait``: seconds between looks while a price in force waits behind another
         one WB's price quarantine holds for its good (``_behind_quarantine``); ``max_goods``:
-        goods an upload at most (WB's 1,000; fewer for a bench whose limits are lowered)."""
+        goods an upload at most (WB's 1,000; fewer for a bench whose limits are lowered).
+        ``channel_said``: what its words call the channel (``Channel.said``: "channel wb
+        (Wildberries)" under EXCHANGE_CHANNELS); without it, the marketplace's name."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
@@ -329,6 +332,7 @@ class WildberriesTarget:
             currency,
             sku_source,
             rounding,
+            called=channel_said or "Wildberries",
         )
         self.articles = articles
         # One SKU a good (``_one_sku_a_good``): the SKUs any worker gave each vendor code

@@ -374,11 +374,14 @@ class YandexMarketTarget:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_offers: int = MAX_OFFERS,
+        channel_said: str | None = None,
     ) -> None:
         """``max_offers``: offers a request at most (Yandex's 500; fewer where a minute of the
         budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second).
         ``earlier``: the channel's earlier updates of a SKU that may still land, from the
-        database (another worker's, or this one's before a restart or a timeout)."""
+        database (another worker's, or this one's before a restart or a timeout).
+        ``channel_said``: what its words call the channel (``Channel.said``: "channel ym
+        (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name."""
         self.url = url.rstrip("/")
         self.business_id = business_id
         self._key_source = key
@@ -393,6 +396,7 @@ class YandexMarketTarget:
             sku_source=sku_source,
             rounding=rounding,
             dependent=DEPENDENT,
+            called=channel_said or "Yandex Market",
         )
         self.currency_id = RUR if currency == "RUB" else currency
         self.articles = articles
