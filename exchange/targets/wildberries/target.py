@@ -454,8 +454,9 @@ class WildberriesTarget:
         self._refused = None
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
 
-    def reload_credentials(self) -> None:
-        self._token = self._read_token()
+    def reload_credentials(self) -> bool:
+        before, self._token = self._token, self._read_token()
+        return self._token != before
 
     async def aclose(self) -> None:
         await self._http.aclose()
