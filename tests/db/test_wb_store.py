@@ -46,3 +46,24 @@ def test_a_task_in_flight_per_nmid_survives_and_is_dropped_only_by_its_own_task(
     again.drop_tasks([101, 102], 7000001)
     assert {102: 7000003} == {k: v.upload_id for k, v in again.tasks([101, 102]).items()}
     assert {101} == set(other.tasks([101]))
+
+
+def test_an_upload_claims_only_the_goods_no_other_workers_row_holds(engine: Engine) -> None:
+    """Review wbwords34 finding 2: two workers writing one good's task row at once met the
+    unique constraint (PostgreSQL), charged as a failure. ``claim_tasks`` writes a row only
+    where the good has none and names the goods another's row holds, never raising; the other
+    worker's row stays (SQLite and PostgreSQL)."""
+    theirs, mine = DbWbStore(engine, "wb"), DbWbStore(engine, "wb")
+    assert set() == theirs.claim_tasks([Task(101, 0, Decimal("950"), "price:SKU-1:2", AT, 1)])
+
+    busy = mine.claim_tasks(
+        [
+            Task(101, 0, Decimal("960"), "price:SKU-1:3", AT, 2),
+            Task(102, 0, Decimal("970"), "price:SKU-2:1", AT, 2),
+        ]
+    )
+
+    assert {101} == busy
+    assert "price:SKU-1:2" == mine.tasks([101])[101].message_id
+    assert "price:SKU-2:1" == mine.tasks([102])[102].message_id
+    assert set() == mine.claim_tasks([Task(102, 0, Decimal("970"), "price:SKU-2:1", AT, 1)])

@@ -191,6 +191,19 @@ class _StoreFailed(_Answer):
         )
 
 
+def _held_by_another(g: _Good, wait: float) -> Classification:
+    """A good another worker's upload holds (its task row written since this worker read the
+    rows): this price is not uploaded now, it waits for that upload, uncharged."""
+    return Classification(
+        Verdict.AWAITING,
+        f"not uploaded now: another worker's upload of nmID {g.nm_id} is in flight (one task "
+        "per nmID); this price waits for its outcome, not charged",
+        receipt=g.price.message.receipt,
+        # Whole seconds, at least one: never due again at once.
+        again_in=float(max(1, math.ceil(wait))),
+    )
+
+
 # What a poll of one task found: ``_Processed``, or one of these.
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
@@ -1054,11 +1067,12 @@ class WildberriesTarget:
                 )
                 for g in going.goods
             ]
+            others: dict[int, str] = {}
             if self.channel.sku_source == "article":
                 # One good at a time across workers (issue 32): a good another SKU of the
                 # article was sent to meanwhile, by a worker that read the holders before this
                 # one's claim was in, is not uploaded.
-                others = await self._db(
+                others, busy = await self._db(
                     self.store.put_first,
                     rows,
                     {g.nm_id: (g.price.vendor_code, g.price.sku) for g in going.goods},
@@ -1070,20 +1084,26 @@ class WildberriesTarget:
                         taken[g.price.message.message_id] = _shared_article(
                             g.price, others[g.nm_id]
                         )
-                going.goods = [g for g in going.goods if g.nm_id not in others]
-                if not going.goods:
-                    return None
-                if others:  # the rows name the goods the upload carries
-                    await self._db(
-                        self.store.put_tasks,
-                        [
-                            replace(row, goods=len(going.goods))
-                            for row in rows
-                            if row.nm_id not in others
-                        ],
-                    )
             else:
-                await self._db(self.store.put_tasks, rows)
+                busy = await self._db(self.store.claim_tasks, rows)
+            # A good whose row another worker wrote since this one read the rows (its upload
+            # of the good made or going; review wbwords34 finding 2: two workers writing one
+            # good's row met PostgreSQL's unique constraint, charged as a failure): not
+            # uploaded, it waits for that upload's task, uncharged, as a newer price waits.
+            for g in going.goods:
+                if g.nm_id in busy and g.nm_id not in others:
+                    taken[g.price.message.message_id] = _held_by_another(g, self.poll_every)
+            left = [g for g in going.goods if g.nm_id not in others and g.nm_id not in busy]
+            if len(left) < len(going.goods):
+                going.goods = left
+                if not left:
+                    return None
+                # the rows name the goods the upload carries
+                keep = {g.nm_id for g in left}
+                await self._db(
+                    self.store.put_tasks,
+                    [replace(row, goods=len(left)) for row in rows if row.nm_id in keep],
+                )
             return {"data": [{"nmID": g.nm_id, "price": g.price.roubles} for g in going.goods]}
 
         try:
