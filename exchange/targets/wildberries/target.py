@@ -207,6 +207,15 @@ def _held_by_another(g: _Good, wait: float) -> Classification:
 # What a poll of one task found: ``_Processed``, or one of these.
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
+# A poll put off (``_LATER``: the polls' share spent) is looked at again when the budget says a
+# poll may go, but never later than this (review wbwords34 finding 3): polls answered 4xx
+# (a pending task's 400, research §8) may each be charged as ten requests (§2.3), and while
+# uploads are pressed the polls' share (one token per 12 s) then owes minutes; once the uploads
+# end, the whole rate is the polls' again, and a price whose look was due minutes away stayed
+# "waiting for the marketplace" that long after WB held it. The bound costs no request: a
+# look the budget still bars is put off again without one (``take_poll``), so the budget, not
+# this bound, keeps the polls within the account's limit.
+LATER_AT_MOST = 30.0
 REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
 # Reads of WB's price quarantine a price found in force gets when the list cannot be read
 # (``_quarantine_unread``): the failed ones counted in the delivery's receipt,
@@ -744,11 +753,15 @@ class WildberriesTarget:
             task = in_flight[g.nm_id]
             mine = task.price == g.price.roubles
             if found in (_PENDING, _LATER):
-                # Put off for want of the polls' share: looked at again once it has a token.
+                # Put off for want of the polls' share: looked at again once it has a token,
+                # or ``LATER_AT_MOST`` from now, whichever comes first.
                 wait = (
                     self.poll_every
                     if found == _PENDING
-                    else self.budget.poll_wait(urgent=any(not_mine(w) for w in waiting))
+                    else min(
+                        LATER_AT_MOST,
+                        self.budget.poll_wait(urgent=any(not_mine(w) for w in waiting)),
+                    )
                 )
                 out[g.price.message.message_id] = self._awaiting(upload_id, wait, mine=mine)
             elif not mine:
