@@ -1939,6 +1939,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("waits for Wildberries' task {t} of the same good (one task per nmID)"),
     ),
     (
+        r"not uploaded now: another worker's upload of nmID (?P<n>\d+) is in flight \(one task "
+        r"per nmID\); this price waits for its outcome, not charged",
+        N_(
+            "not uploaded now: another worker's upload of nmID {n} is in flight (one task per "
+            "nmID); this price waits for its outcome, not charged"
+        ),
+    ),
+    (
         r"HTTP (?P<s>\d+): the upload's answer names no task id",
         N_("HTTP {s}: the upload's answer names no task id"),
     ),

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, delete, select
 
-from exchange.db.engine import transaction
+from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, channel_ids
 from exchange.db.schema import aggregates, messages, wb_catalogues, wb_nm_ids, wb_tasks
 from exchange.db.sent_times import lock_goods, taken
@@ -87,23 +87,36 @@ class DbWbStore:
         with self.engine.begin() as connection:
             self._put(connection, rows)
 
+    def claim_tasks(self, tasks: Iterable[Task]) -> set[int]:
+        """The rows of an upload about to go, each written only where its ``nmID`` has none:
+        returned, the ``nmID``s whose row another worker wrote since this one read the rows
+        (its upload of the good made or going), not written. Two workers writing one good's
+        row at once: the later waits for the other's commit and finds its row, never a
+        unique violation (review wbwords34 finding 2)."""
+        rows = self._rows(tasks)
+        if not rows:
+            return set()
+        with transaction(self.engine) as connection:
+            return self._claim(connection, rows)
+
     def put_first(
         self,
         tasks: Iterable[Task],
         goods: Mapping[int, tuple[str, str]],
         prefixes: Iterable[str],
-    ) -> dict[int, str]:
+    ) -> tuple[dict[int, str], set[int]]:
         """``put_tasks``, one good at a time across workers (issue 32): each task's good
         (``goods``: ``nmID`` -> its vendor code, the article, and the 1C SKU uploading it)
         locked to the commit (``lock_goods``), and the SKUs already sent to it read again: a
         task row of another SKU's price (an upload made or going), or a delivery of another
         SKU with the article, delivered, withheld, or its receipt beginning with one of
         ``prefixes`` (``taken``). A task whose good another SKU was sent to is not written;
-        returned: ``nmID`` -> that SKU. Two workers that each read the holders before the
-        other's claim or row was in never both upload: the later to write finds the other's."""
+        returned: ``nmID`` -> that SKU, and (``claim_tasks``) the ``nmID``s another worker's
+        row holds already. Two workers that each read the holders before the other's claim or
+        row was in never both upload: the later to write finds the other's."""
         listed = list(tasks)
         if not listed:
-            return {}
+            return {}, set()
         t, m, a = wb_tasks.c, messages.c, aggregates.c
         with transaction(self.engine) as connection:
             ids = channel_ids(connection, self.holders)
@@ -132,9 +145,8 @@ class DbWbStore:
                 if goods.get(task.nm_id) in others
             }
             rows_ = self._rows(task for task in listed if task.nm_id not in refused)
-            if rows_:
-                self._put(connection, rows_)
-        return refused
+            busy = self._claim(connection, rows_) if rows_ else set()
+        return refused, busy
 
     def _rows(self, tasks: Iterable[Task]) -> list[dict[str, Any]]:
         return [
@@ -149,6 +161,29 @@ class DbWbStore:
             }
             for t in tasks
         ]
+
+    def _claim(self, connection: Connection, rows: list[dict[str, Any]]) -> set[int]:
+        """``claim_tasks`` in the caller's transaction: ``ON CONFLICT DO NOTHING`` (on
+        PostgreSQL it waits for a row another transaction is writing, and does nothing once
+        that one commits), then the rows read back: one naming another message is another's."""
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        insert = postgresql.insert if is_postgres(connection) else sqlite.insert
+        c = wb_tasks.c
+        connection.execute(
+            insert(wb_tasks).on_conflict_do_nothing(index_elements=[c.channel, c.nm_id]), rows
+        )
+        mine = {r["nm_id"]: r["message_id"] for r in rows}
+        nms = sorted(mine)
+        busy: set[int] = set()
+        for start in range(0, len(nms), CHUNK):
+            found = connection.execute(
+                select(c.nm_id, c.message_id).where(
+                    c.channel == self.channel, c.nm_id.in_(nms[start : start + CHUNK])
+                )
+            )
+            busy.update(int(nm) for nm, message_id in found if mine.get(int(nm)) != message_id)
+        return busy
 
     def _put(self, connection: Connection, rows: list[dict[str, Any]]) -> None:
         c = wb_tasks.c

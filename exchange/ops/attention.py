@@ -726,13 +726,15 @@ PAUSE_WORDS: dict[str, tuple[str, str]] = {
         "Доставка остановлена: токен Wildberries только для чтения ({answer}). Владелец "
         "кабинета продавца Wildberries создаёт токен (Профиль → Настройки → Доступ к API) с "
         "категорией «Цены и скидки» и доступом на чтение и запись и записывает его в файл "
-        "канала wb_token_file; одна запись пробуется раз в EXCHANGE_RETRY_MAX_DELAY и несёт "
-        "токен из файла, после исправления можно выполнить exchange resume",
+        "канала wb_token_file; новый токен в файле пробуется сразу (одна запись), тот же — "
+        "одной записью раз в EXCHANGE_RETRY_MAX_DELAY; exchange resume продолжает доставку "
+        "сразу",
         "Delivery paused: the Wildberries token is read-only ({answer}). The owner of the "
         "Wildberries seller's cabinet creates a token (Profile → Settings → API access) with "
         "the Prices and discounts category and read and write access, and writes it into the "
-        "channel's wb_token_file; one write is tried every EXCHANGE_RETRY_MAX_DELAY with the "
-        "token in the file, and once mended, exchange resume goes on at once",
+        "channel's wb_token_file; a new token in the file is tried at once (one write), the "
+        "same one with one write every EXCHANGE_RETRY_MAX_DELAY; exchange resume goes on at "
+        "once",
     ),
     PauseCause.OTHER.value: (
         "Доставка остановлена: сайт отказал ({answer}). Исправьте то, что называет ответ, "

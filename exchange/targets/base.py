@@ -78,8 +78,9 @@ class Target(Protocol):
         ``DELIVERED`` when it does, ``PAUSE`` when it refuses the credentials."""
         ...
 
-    def reload_credentials(self) -> None:
-        """Read the credentials again (an operator replaced a secret file); raises
+    def reload_credentials(self) -> bool:
+        """Read the credentials again (an operator replaced a secret file): whether they differ
+        from those held before (the worker's pause tries new ones at once); raises
         ``ConfigurationError`` when they cannot be read."""
         ...
 

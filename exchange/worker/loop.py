@@ -814,6 +814,11 @@ class DeliveryLoop:
     async def _site_accepts_again(self) -> bool:
         """Whether delivery may go on (or one message try a write) after a pause."""
         if self.write_refused:
+            # A new key in its file is tried at once, as a refused one's is (its health check
+            # below): the operator mends the file and delivery goes on, without waiting for
+            # the next turn, nor for `exchange resume` (review wbwords34 finding 1).
+            if self._credentials_replaced():
+                self._write_try_at = self.monotonic.now()
             return self._write_turn()
         if self.pause_cause is PauseCause.KNOWN_PRICES:
             # The site is well; the service's own database did not give the known prices. A
@@ -830,10 +835,7 @@ class DeliveryLoop:
             return self._write_turn()
         # The token may have been replaced meanwhile (EXCHANGE_SITE_TOKEN_FILE): read it again,
         # so that fixing the file is all an operator has to do.
-        try:
-            self.target.reload_credentials()
-        except ConfigurationError as exc:
-            log.error("%s", exc)
+        self._credentials_replaced()
         health = await self.target.health()
         if health.verdict is not Verdict.DELIVERED:
             self._tell_pause()
@@ -859,6 +861,14 @@ class DeliveryLoop:
             self.settings.retry_max_delay,
         )
         return False
+
+    def _credentials_replaced(self) -> bool:
+        """The target's credentials read again from their files: whether they changed."""
+        try:
+            return self.target.reload_credentials()
+        except ConfigurationError as exc:
+            log.error("%s", exc)
+            return False
 
     def _tell_pause(self) -> None:
         if not self._pause_told:

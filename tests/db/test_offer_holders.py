@@ -184,6 +184,6 @@ def test_a_wildberries_task_row_is_written_only_when_no_other_sku_holds_the_good
     theirs = Task(7, 0, Decimal(950), message_of(engine, "P-2"), at, 1)
     mine = Task(7, 0, Decimal(900), message_of(engine, "P-1"), at, 1)
 
-    assert {} == store.put_first([theirs], {7: ("ART", "P-2")}, ("wb-task:",))
-    assert {7: "P-2"} == store.put_first([mine], {7: ("ART", "P-1")}, ("wb-task:",))
+    assert ({}, set()) == store.put_first([theirs], {7: ("ART", "P-2")}, ("wb-task:",))
+    assert ({7: "P-2"}, set()) == store.put_first([mine], {7: ("ART", "P-1")}, ("wb-task:",))
     assert theirs.message_id == store.tasks([7])[7].message_id

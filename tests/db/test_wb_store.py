@@ -4,11 +4,16 @@ task in flight per nmID, dropped only by its own task."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 
+from exchange.db.schema import wb_tasks
 from exchange.db.wb_store import DbWbStore
 from exchange.domain.upload_tasks import Task
 
@@ -46,3 +51,70 @@ def test_a_task_in_flight_per_nmid_survives_and_is_dropped_only_by_its_own_task(
     again.drop_tasks([101, 102], 7000001)
     assert {102: 7000003} == {k: v.upload_id for k, v in again.tasks([101, 102]).items()}
     assert {101} == set(other.tasks([101]))
+
+
+def test_an_upload_claims_only_the_goods_no_other_workers_row_holds(engine: Engine) -> None:
+    """Review wbwords34 finding 2: two workers writing one good's task row at once met the
+    unique constraint (PostgreSQL), charged as a failure. ``claim_tasks`` writes a row only
+    where the good has none and names the goods another's row holds, never raising; the other
+    worker's row stays (SQLite and PostgreSQL)."""
+    theirs, mine = DbWbStore(engine, "wb"), DbWbStore(engine, "wb")
+    assert set() == theirs.claim_tasks([Task(101, 0, Decimal("950"), "price:SKU-1:2", AT, 1)])
+
+    busy = mine.claim_tasks(
+        [
+            Task(101, 0, Decimal("960"), "price:SKU-1:3", AT, 2),
+            Task(102, 0, Decimal("970"), "price:SKU-2:1", AT, 2),
+        ]
+    )
+
+    assert {101} == busy
+    assert "price:SKU-1:2" == mine.tasks([101])[101].message_id
+    assert "price:SKU-2:1" == mine.tasks([102])[102].message_id
+    assert set() == mine.claim_tasks([Task(102, 0, Decimal("970"), "price:SKU-2:1", AT, 1)])
+
+
+def test_two_workers_writing_one_goods_row_at_once_never_meet_the_unique_constraint(
+    engine: Engine,
+) -> None:
+    """Review wbwords34 finding 2, the race itself (PostgreSQL: SQLite has one writer at a
+    time): a worker's row for nmID 101 is written but not committed yet when another worker
+    claims the good. The second waits for the first's commit, then finds its row: named busy,
+    never an IntegrityError ("the database could not keep the Wildberries tasks")."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite: one writer at a time, no race")
+    theirs = Task(101, 0, Decimal("950"), "price:SKU-1:2", AT, 1)
+    found: dict[str, Any] = {}
+
+    def claim() -> None:
+        try:
+            found["busy"] = DbWbStore(engine, "wb").claim_tasks(
+                [Task(101, 0, Decimal("960"), "price:SKU-1:3", AT, 1)]
+            )
+        except Exception as exc:  # what the old DELETE-then-INSERT met
+            found["failed"] = exc
+
+    with engine.connect() as first:
+        with first.begin():
+            first.execute(
+                wb_tasks.insert(),
+                [
+                    {
+                        "channel": "wb",
+                        "nm_id": theirs.nm_id,
+                        "upload_id": theirs.upload_id,
+                        "price": theirs.price,
+                        "message_id": theirs.message_id,
+                        "uploaded_at": theirs.uploaded_at,
+                        "goods": theirs.goods,
+                    }
+                ],
+            )
+            other = threading.Thread(target=claim)
+            other.start()
+            time.sleep(0.5)
+            assert other.is_alive(), found  # waits for the first worker's commit
+        other.join(30)
+
+    assert {"busy": {101}} == found
+    assert "price:SKU-1:2" == DbWbStore(engine, "wb").tasks([101])[101].message_id

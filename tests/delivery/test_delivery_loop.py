@@ -163,8 +163,8 @@ class _Overlapping:
     async def health(self) -> Any:
         return await self.inner.health()
 
-    def reload_credentials(self) -> None:
-        self.inner.reload_credentials()
+    def reload_credentials(self) -> bool:
+        return self.inner.reload_credentials()
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -481,3 +481,53 @@ def test_a_price_in_force_behind_an_earlier_quarantined_one_is_settled_only_once
     v2 = ("delivered", None) if seller == "confirms" else ("cancelled", "superseded")
     assert v2 == found[("SKU-1", 2)]
     assert (1000, False) == (wb.goods[good].price, good in wb.quarantine)
+
+
+def test_a_read_only_token_replaced_in_its_file_is_tried_at_once_as_a_refused_one_is(
+    db_url: str, engine: Engine, wb: WbSimulator, tmp_path: Path
+) -> None:
+    """Review wbwords34 finding 1 (docs/marketplaces.md, "Temporary refusals": a new token in
+    wb_token_file is tried at once): a read-only token pauses delivery; the operator writes a
+    token with write access into wb_token_file and delivery goes on at once, as after a
+    revoked token (401), neither after EXCHANGE_RETRY_MAX_DELAY (an hour here) nor only on
+    `exchange resume`."""
+    token_file = tmp_path / "wb-token"
+    token_file.write_text(wb.token(read_only=True) + "\n", encoding="utf-8")
+    stage(engine, [price_row("SKU-1", 1, "901.00")])
+    worker = bootstrap.worker(
+        fast_settings(
+            db_url,
+            None,
+            target="wildberries",
+            wb_api_url=wb.url,
+            wb_token_file=token_file,
+            retry_max_delay=3600,
+        ),
+        engine,
+        rng=random.Random(3),
+    )
+
+    paused: list[PauseCause | None] = []
+
+    async def cycles(w: Worker, seconds: float) -> None:
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends and not (w.loop.pause_cause is None and w.idle()):
+            await w.cycle()
+            await asyncio.sleep(0.05)
+
+    async def scenario(w: Worker) -> None:
+        await cycles(w, 1.5)
+        paused.append(w.loop.pause_cause)
+        assert 0 == uploads(wb)
+        token_file.write_text(wb.token() + "\n", encoding="utf-8")
+        await cycles(w, 8)
+
+    run_worker(worker, scenario)
+
+    assert [PauseCause.WB_READ_ONLY_TOKEN] == paused
+
+    assert worker.loop.pause_cause is None, worker.loop.paused_reason
+    assert 1 == uploads(wb)
+    assert ("delivered", None) == states(engine)[("SKU-1", 1)]
+    good = wb.by_vendor_code("SKU-1")
+    assert good is not None and 901 == good.price

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import httpx
@@ -1811,3 +1812,58 @@ def test_a_task_line_naming_another_vendor_code_has_the_map_read_again(
         assert f"updated nmID {old}" in (polled.detail or ""), polled
         assert "'SKU-1-old'" in (polled.detail or ""), polled
         assert {} == store.nm_ids(["SKU-1"])
+
+
+class _RacedStore(DbWbStore):
+    """A store whose good another worker's upload claims between this worker's read of the
+    rows and its write of its own (the race of review wbwords34 finding 2, made certain)."""
+
+    def __init__(self, engine: Engine, theirs: Any) -> None:
+        super().__init__(engine, "wb")
+        self.theirs, self.raced = theirs, False
+
+    def _race(self, tasks: list[Any]) -> None:
+        if not self.raced and any(t.upload_id == 0 for t in tasks):
+            self.raced = True
+            DbWbStore(self.engine, "wb").put_tasks([self.theirs])
+
+    def claim_tasks(self, tasks: Any) -> set[int]:
+        listed = list(tasks)
+        self._race(listed)
+        return super().claim_tasks(listed)
+
+    def put_tasks(self, tasks: Any) -> None:
+        listed = list(tasks)
+        self._race(listed)
+        super().put_tasks(listed)
+
+
+def test_a_good_another_worker_claimed_meanwhile_waits_uncharged_and_is_never_uploaded_twice(
+    sim: WbSimulator, engine: Engine
+) -> None:
+    """Review wbwords34 finding 2 (contract 14: one task per nmID in flight): three workers on
+    PostgreSQL, two writing one good's task row at once; the loser met the unique constraint
+    and its prices were charged as failed attempts ("the database could not keep the
+    Wildberries tasks"), opening the breaker. The loser of that race waits for the winner's
+    upload instead: AWAITING, not charged, in words saying another worker's upload holds the
+    good; nothing uploaded by it, and the winner's row kept (SQLite and PostgreSQL)."""
+    from exchange.domain.upload_tasks import Task
+
+    good = nm(sim, "SKU-1")
+    theirs = Task(good, 0, Decimal("777"), "price:SKU-1:other", datetime.now(UTC), 1)
+    store = _RacedStore(engine, theirs)
+
+    said = send(make(sim, store), price("SKU-1", 2, "800.00"), price("SKU-2", 1, "900.00"))
+
+    first, second = said
+    assert Verdict.AWAITING == first.verdict, first
+    assert "another worker's upload of nmID" in first.detail, first.detail
+    assert quarantined_as(first) is None
+    policy = RetryPolicy(max_attempts=5, base_delay=0.5, max_delay=300.0)
+    decision = decide(first, attempt=1, now=datetime.now(UTC), policy=policy, rng=random.Random(1))
+    assert not decision.charged, decision
+    assert Verdict.AWAITING == second.verdict, second  # the other good goes
+    assert [[(nm(sim, "SKU-2"), 900, None)]] == uploaded(sim), "SKU-1 not uploaded by the loser"
+    assert "price:SKU-1:other" == store.tasks([good])[good].message_id
+    assert 1 == store.tasks([nm(sim, "SKU-2")])[nm(sim, "SKU-2")].goods
+    assert "не выгружена сейчас" in error_words(first.detail, "ru"), error_words(first.detail, "ru")

@@ -6,6 +6,7 @@ was read gets 1C's price once its task names the change (contract 14; research �
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from conformance import price
@@ -178,3 +179,57 @@ def test_a_card_renamed_within_the_refresh_gets_the_price_once_its_task_names_th
     assert Verdict.DELIVERED == second.verdict, second
     assert 1200 == sim.goods[new].price, "1C's price on the card bearing SKU-1 now"
     assert new == store.nm_ids(["SKU-1"])["SKU-1"]
+
+
+def test_a_poll_the_budget_put_off_looks_again_within_thirty_seconds_never_minutes() -> None:
+    """Review wbwords34 finding 3 (docs/marketplaces.md: "looks at the task a few seconds
+    later, and again until WB shows its outcome"): WB answers a pending task's poll 400
+    (research §8) and a 4xx may count as ten requests (§2.3); three such polls while uploads
+    are pressed leave the polls' share owing minutes. A price whose poll is put off then was
+    due again only when that debt was paid (256-316 s seen), and stayed "waiting for the
+    marketplace" long after the uploads had ended and WB held it. It looks again within
+    ``LATER_AT_MOST`` (30 s), and once the uploads have ended its poll goes then. Simulated
+    time: the budget sleeps on the simulator's clock."""
+    sim = WbSimulator(
+        switches=Switches(
+            pending_answer="400", pending_in_buffer=False, four_xx_weight=10, processing_delay=600
+        ),
+        time_scale=0,
+    )
+    sim.start()
+    try:
+        sim.add_good("SKU-1", price=1000)
+
+        async def sleep(seconds: float) -> None:
+            sim.clock.advance(seconds)
+
+        budget = Budget(monotonic=sim.clock.elapsed, sleep=sleep)
+        target = make(sim, budget=budget, clock=sim.clock.datetime)
+        message = price("SKU-1", 1, "900.00")
+
+        async def scenario() -> tuple[Classification, Classification, int]:
+            try:
+                (upload,) = await target.send([message])
+                sim.clock.advance(upload.again_in or 0)
+                waiting = replace(message, receipt=upload.receipt)
+                for _ in range(3):  # three polls answered 400, each counted as ten requests
+                    budget.answered_4xx(0, poll=True)
+                for _ in range(2):  # uploads pressed: the second waits for its token
+                    await budget.take("upload")
+                assert budget.uploads_going()
+                (put_off,) = await target.send([waiting])
+                polls = sim.requests["/api/v2/history/tasks"]
+                sim.clock.advance(put_off.again_in or 0)
+                (again,) = await target.send([waiting])
+                return put_off, again, sim.requests["/api/v2/history/tasks"] - polls
+            finally:
+                await target.aclose()
+
+        put_off, again, polled = asyncio.run(scenario())
+    finally:
+        sim.stop()
+
+    assert Verdict.AWAITING == put_off.verdict, put_off
+    assert put_off.again_in is not None and put_off.again_in <= 30, put_off
+    assert Verdict.AWAITING == again.verdict, again
+    assert 1 == polled, "the uploads ended: the look due within 30 s polls the task"

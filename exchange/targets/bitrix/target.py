@@ -269,8 +269,9 @@ class BitrixTarget:
             f"zip={'yes' if zipped else 'no'} file_limit={limit}",
         )
 
-    def reload_credentials(self) -> None:
-        self._password = self._password_source()
+    def reload_credentials(self) -> bool:
+        before, self._password = self._password, self._password_source()
+        return self._password != before
 
     async def aclose(self) -> None:
         await self._http.aclose()

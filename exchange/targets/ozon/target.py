@@ -420,8 +420,9 @@ class OzonTarget:
             return answer
         return Classification(Verdict.DELIVERED, "Ozon: /v1/roles answered", http_status=200)
 
-    def reload_credentials(self) -> None:
-        self._key = self._key_source()
+    def reload_credentials(self) -> bool:
+        before, self._key = self._key, self._key_source()
+        return self._key != before
 
     async def aclose(self) -> None:
         await self._http.aclose()

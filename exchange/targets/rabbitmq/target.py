@@ -305,11 +305,13 @@ class RabbitMqTarget:
             if self._connection is connection:
                 await self._drop()
 
-    def reload_credentials(self) -> None:
+    def reload_credentials(self) -> bool:
         url = self._read_url()
-        if url != self.url:
-            self.url = url
-            self._channel = None  # the next send drops the old connection and connects anew
+        if url == self.url:
+            return False
+        self.url = url
+        self._channel = None  # the next send drops the old connection and connects anew
+        return True
 
     async def aclose(self) -> None:
         async with self._lock:

@@ -27,6 +27,7 @@ class ShopApiTarget:
         self.client = client
         self.batch_size = batch_size
         self._token = token
+        self._held: str | None = None  # the token read last (``reload_credentials``)
         self.batch_endpoint_missing = False  # the site answered 404 to a batch: singles only
 
     @property
@@ -75,8 +76,11 @@ class ShopApiTarget:
         )
         return [released(result) for result in results]
 
-    def reload_credentials(self) -> None:
-        self.client.set_token(self._token())
+    def reload_credentials(self) -> bool:
+        token = self._token()
+        self.client.set_token(token)
+        before, self._held = self._held, token
+        return token != before
 
     async def aclose(self) -> None:
         await self.client.aclose()

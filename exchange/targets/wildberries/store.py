@@ -42,16 +42,24 @@ class WbStore(Protocol):
         """Remember (or replace) the task in flight of each task's ``nmID``."""
         ...
 
+    def claim_tasks(self, tasks: Iterable[Task]) -> set[int]:
+        """The rows of an upload about to go (``put_tasks``), each written only where its
+        ``nmID`` has no row: returned, the ``nmID``s whose row another worker wrote since this
+        one read them (its upload of the good made or going), not written: this upload
+        leaves them out, so that one task per ``nmID`` is in flight (review wbwords34)."""
+        ...
+
     def put_first(
         self,
         tasks: Iterable[Task],
         goods: Mapping[int, tuple[str, str]],
         prefixes: Iterable[str],
-    ) -> dict[int, str]:
-        """``put_tasks``, one good at a time across workers: a task whose good (``goods``:
+    ) -> tuple[dict[int, str], set[int]]:
+        """``claim_tasks``, one good at a time across workers: a task whose good (``goods``:
         ``nmID`` -> its vendor code and the SKU uploading it) another SKU was already sent to
         (its task row, or its delivery delivered, withheld, or a receipt beginning with one
-        of ``prefixes``) is not written; returned, ``nmID`` -> that SKU (issue 32)."""
+        of ``prefixes``) is not written; returned, ``nmID`` -> that SKU (issue 32), and the
+        ``nmID``s ``claim_tasks`` found another's row for."""
         ...
 
     def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
@@ -83,15 +91,24 @@ class MemoryWbStore:
         for task in tasks:
             self.in_flight[task.nm_id] = task
 
+    def claim_tasks(self, tasks: Iterable[Task]) -> set[int]:
+        listed = list(tasks)
+        busy = {
+            t.nm_id
+            for t in listed
+            if t.nm_id in self.in_flight and self.in_flight[t.nm_id].message_id != t.message_id
+        }
+        self.put_tasks(t for t in listed if t.nm_id not in busy)
+        return busy
+
     def put_first(
         self,
         tasks: Iterable[Task],
         goods: Mapping[int, tuple[str, str]],
         prefixes: Iterable[str],
-    ) -> dict[int, str]:
+    ) -> tuple[dict[int, str], set[int]]:
         """One process: its own claims decide (``OneSkuAGood``)."""
-        self.put_tasks(tasks)
-        return {}
+        return {}, self.claim_tasks(tasks)
 
     def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
         for n in nm_ids:

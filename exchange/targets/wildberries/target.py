@@ -191,9 +191,31 @@ class _StoreFailed(_Answer):
         )
 
 
+def _held_by_another(g: _Good, wait: float) -> Classification:
+    """A good another worker's upload holds (its task row written since this worker read the
+    rows): this price is not uploaded now, it waits for that upload, uncharged."""
+    return Classification(
+        Verdict.AWAITING,
+        f"not uploaded now: another worker's upload of nmID {g.nm_id} is in flight (one task "
+        "per nmID); this price waits for its outcome, not charged",
+        receipt=g.price.message.receipt,
+        # Whole seconds, at least one: never due again at once.
+        again_in=float(max(1, math.ceil(wait))),
+    )
+
+
 # What a poll of one task found: ``_Processed``, or one of these.
 _PENDING, _LATER, _CANCELLED, _LOST = "pending", "later", "cancelled", "lost"
 REPLAY_WAIT = 60.0  # seconds between uploads while WB's 208 names an ended task
+# A poll put off (``_LATER``: the polls' share spent) is looked at again when the budget says a
+# poll may go, but never later than this (review wbwords34 finding 3): polls answered 4xx
+# (a pending task's 400, research §8) may each be charged as ten requests (§2.3), and while
+# uploads are pressed the polls' share (one token per 12 s) then owes minutes; once the uploads
+# end, the whole rate is the polls' again, and a price whose look was due minutes away stayed
+# "waiting for the marketplace" that long after WB held it. The bound costs no request: a
+# look the budget still bars is put off again without one (``take_poll``), so the budget, not
+# this bound, keeps the polls within the account's limit.
+LATER_AT_MOST = 30.0
 REPLAY_RECEIPT = "wb-208:"  # the first 208 naming an ended task: wb-208:<task>:<epoch s>
 # Reads of WB's price quarantine a price found in force gets when the list cannot be read
 # (``_quarantine_unread``): the failed ones counted in the delivery's receipt,
@@ -454,8 +476,9 @@ class WildberriesTarget:
         self._refused = None
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
 
-    def reload_credentials(self) -> None:
-        self._token = self._read_token()
+    def reload_credentials(self) -> bool:
+        before, self._token = self._token, self._read_token()
+        return self._token != before
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -730,11 +753,15 @@ class WildberriesTarget:
             task = in_flight[g.nm_id]
             mine = task.price == g.price.roubles
             if found in (_PENDING, _LATER):
-                # Put off for want of the polls' share: looked at again once it has a token.
+                # Put off for want of the polls' share: looked at again once it has a token,
+                # or ``LATER_AT_MOST`` from now, whichever comes first.
                 wait = (
                     self.poll_every
                     if found == _PENDING
-                    else self.budget.poll_wait(urgent=any(not_mine(w) for w in waiting))
+                    else min(
+                        LATER_AT_MOST,
+                        self.budget.poll_wait(urgent=any(not_mine(w) for w in waiting)),
+                    )
                 )
                 out[g.price.message.message_id] = self._awaiting(upload_id, wait, mine=mine)
             elif not mine:
@@ -1053,11 +1080,12 @@ class WildberriesTarget:
                 )
                 for g in going.goods
             ]
+            others: dict[int, str] = {}
             if self.channel.sku_source == "article":
                 # One good at a time across workers (issue 32): a good another SKU of the
                 # article was sent to meanwhile, by a worker that read the holders before this
                 # one's claim was in, is not uploaded.
-                others = await self._db(
+                others, busy = await self._db(
                     self.store.put_first,
                     rows,
                     {g.nm_id: (g.price.vendor_code, g.price.sku) for g in going.goods},
@@ -1069,20 +1097,26 @@ class WildberriesTarget:
                         taken[g.price.message.message_id] = _shared_article(
                             g.price, others[g.nm_id]
                         )
-                going.goods = [g for g in going.goods if g.nm_id not in others]
-                if not going.goods:
-                    return None
-                if others:  # the rows name the goods the upload carries
-                    await self._db(
-                        self.store.put_tasks,
-                        [
-                            replace(row, goods=len(going.goods))
-                            for row in rows
-                            if row.nm_id not in others
-                        ],
-                    )
             else:
-                await self._db(self.store.put_tasks, rows)
+                busy = await self._db(self.store.claim_tasks, rows)
+            # A good whose row another worker wrote since this one read the rows (its upload
+            # of the good made or going; review wbwords34 finding 2: two workers writing one
+            # good's row met PostgreSQL's unique constraint, charged as a failure): not
+            # uploaded, it waits for that upload's task, uncharged, as a newer price waits.
+            for g in going.goods:
+                if g.nm_id in busy and g.nm_id not in others:
+                    taken[g.price.message.message_id] = _held_by_another(g, self.poll_every)
+            left = [g for g in going.goods if g.nm_id not in others and g.nm_id not in busy]
+            if len(left) < len(going.goods):
+                going.goods = left
+                if not left:
+                    return None
+                # the rows name the goods the upload carries
+                keep = {g.nm_id for g in left}
+                await self._db(
+                    self.store.put_tasks,
+                    [replace(row, goods=len(left)) for row in rows if row.nm_id in keep],
+                )
             return {"data": [{"nmID": g.nm_id, "price": g.price.roubles} for g in going.goods]}
 
         try:

@@ -200,8 +200,9 @@ class WooCommerceTarget:
             return whole.classification
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=response.status_code)
 
-    def reload_credentials(self) -> None:
-        self._auth = self._read_auth()
+    def reload_credentials(self) -> bool:
+        before, self._auth = self._auth, self._read_auth()
+        return self._auth != before
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -652,8 +652,9 @@ class YandexMarketTarget:
             return whole.classification
         return Classification(Verdict.DELIVERED, "HTTP 200", http_status=200)
 
-    def reload_credentials(self) -> None:
-        self._key = self._key_source()
+    def reload_credentials(self) -> bool:
+        before, self._key = self._key, self._key_source()
+        return self._key != before
 
     async def aclose(self) -> None:
         await self._http.aclose()
