@@ -5,16 +5,25 @@ channel, built by ``exchange.app``."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, select
+from sqlalchemy import Connection, Engine, and_, delete, insert, select
 
 from exchange.db.engine import transaction
-from exchange.db.on_channels import Channel, channel_ids
-from exchange.db.schema import aggregates, messages, wb_catalogues, wb_nm_ids, wb_tasks
+from exchange.db.on_channels import Channel, channel_ids, on
+from exchange.db.schema import (
+    aggregates,
+    deliveries,
+    history,
+    messages,
+    wb_catalogues,
+    wb_nm_ids,
+    wb_tasks,
+)
 from exchange.db.sent_times import lock_goods, taken
+from exchange.domain.states import Event
 from exchange.domain.upload_tasks import Task
 
 CHUNK = 500  # keys per SELECT ... IN
@@ -173,3 +182,37 @@ class DbWbStore:
                         c.nm_id.in_(wanted[start : start + CHUNK]),
                     )
                 )
+
+    def landed(self, notes: Mapping[str, str]) -> None:
+        """A history row (``lost-send-found``, no state change) on each noted version's
+        delivery on the channel: its upload, whose answer was lost, has landed after the
+        version ended (``_stuck``)."""
+        if not notes:
+            return
+        d, m = deliveries.c, messages.c
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.holders)
+            wanted = sorted(notes)
+            rows = connection.execute(
+                select(m.message_id, d.message_pk, d.channel_id, d.state)
+                .select_from(deliveries.join(messages, m.id == d.message_pk))
+                .where(on(d.channel_id, ids), m.message_id.in_(wanted))
+            ).all()
+            if not rows:
+                return
+            now = datetime.now(UTC)
+            connection.execute(
+                insert(history),
+                [
+                    {
+                        "message_pk": pk,
+                        "channel_id": channel,
+                        "at": now,
+                        "event": Event.LOST_SEND_FOUND.value,
+                        "from_state": state,
+                        "to_state": state,
+                        "detail": notes[message_id],
+                    }
+                    for message_id, pk, channel, state in rows
+                ],
+            )

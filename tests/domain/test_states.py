@@ -79,6 +79,8 @@ def test_nothing_leaves_delivered_or_cancelled(final: State) -> None:
             check(event, final, to_state)
         except IllegalTransition:
             continue
+        if to_state in (None, final):
+            continue  # a note on the ended version (``lost-send-found``): it stays where it is
         allowed.append((event, to_state))
 
     assert [] == allowed
