@@ -23,7 +23,7 @@ from exchange.db.schema import (
     wb_tasks,
 )
 from exchange.db.sent_times import lock_goods, taken
-from exchange.domain.states import Event
+from exchange.domain.states import Event, State
 from exchange.domain.upload_tasks import Task
 
 CHUNK = 500  # keys per SELECT ... IN
@@ -185,8 +185,8 @@ class DbWbStore:
 
     def landed(self, notes: Mapping[str, str]) -> None:
         """A history row (``lost-send-found``, no state change) on each noted version's
-        delivery on the channel: its upload, whose answer was lost, has landed after the
-        version ended (``_stuck``)."""
+        delivery on the channel that has ended cancelled (superseded): its upload, whose
+        answer was lost, has landed after the version ended (``_stuck``)."""
         if not notes:
             return
         d, m = deliveries.c, messages.c
@@ -196,7 +196,13 @@ class DbWbStore:
             rows = connection.execute(
                 select(m.message_id, d.message_pk, d.channel_id, d.state)
                 .select_from(deliveries.join(messages, m.id == d.message_pk))
-                .where(on(d.channel_id, ids), m.message_id.in_(wanted))
+                .where(
+                    on(d.channel_id, ids),
+                    m.message_id.in_(wanted),
+                    # ended (a newer version superseded it): a waiting one's last event says
+                    # what it waits for (``ops.waits``), never this note
+                    d.state == State.CANCELLED.value,
+                )
             ).all()
             if not rows:
                 return

@@ -125,11 +125,8 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.WITHHELD_LIVE: (frozenset({_S.WITHHELD}), _S.DELIVERED),
     Event.OPERATOR_RELEASE: (frozenset({_S.WITHHELD}), None),  # asked the channel; no change
     Event.AWAITING_OUTCOME: (frozenset({_S.IN_PROGRESS}), _S.DELAYED),
-    # a note on a version that ended (or still waits); no change
-    Event.LOST_SEND_FOUND: (
-        frozenset({_S.CANCELLED, _S.NEW, _S.DELAYED, _S.WITHHELD, _S.DELIVERED}),
-        None,
-    ),
+    # a note on a version that ended superseded; no change
+    Event.LOST_SEND_FOUND: (frozenset({_S.CANCELLED}), None),
 }
 
 

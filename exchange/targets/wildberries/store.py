@@ -61,7 +61,8 @@ class WbStore(Protocol):
     def landed(self, notes: Mapping[str, str]) -> None:
         """The uploads whose answer was lost have landed after their versions ended here
         (``notes``: the message id a task row named -> what WB showed): a history row each on
-        that version's delivery on the channel, its state unchanged (``_stuck``)."""
+        that version's delivery on the channel when it has ended cancelled (superseded), its
+        state unchanged (``_stuck``)."""
         ...
 
 
