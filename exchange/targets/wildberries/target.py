@@ -21,8 +21,9 @@ per good. How one ``send`` goes:
    timeout after it may have reached WB: its row is stored before it goes, ``UNNAMED``), may
    still land (research §2.4: the time to apply is not documented; §2.5: two tasks of one
    nmID have no documented order): its good stays held, no price of it uploaded, until WB's
-   catalogue read back (one read for a send's stuck goods) shows that price, or
-   ``lost_hold`` more seconds have passed (``_stuck``; review 32 holes 1 and 2);
+   catalogue read back (one read for a send's stuck goods) shows that price (or WB's price
+   quarantine lists it: landed, withheld), or ``lost_hold`` more seconds have passed
+   (``_stuck``; review 32 holes 1 and 2);
 4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: an earlier
    task, this price's only if its lines carry this price, ``_judge_task``) is stored with its
    goods at once; the deliveries are ``AWAITING`` (back to delayed,
@@ -56,6 +57,7 @@ a 429 bars every request for ``X-Ratelimit-Retry`` seconds (``Budget``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -808,8 +810,15 @@ class WildberriesTarget:
         one is returned, to be uploaded now. Meanwhile each waits, uncharged, a minute between
         reads; past ``task_timeout`` + ``lost_hold`` from the upload the task is taken for
         never applied: its row dropped, the task's own price charged (``TEMPORARY``) and
-        uploaded again, a newer one uploaded. ``first``: for a newer price going because the
-        task has landed, by its message id, words saying so (added to its upload's answer)."""
+        uploaded again, a newer one uploaded. A sharp drop never shows in the catalogue (WB's
+        price quarantine keeps the old price there, research §2.4): listed in the quarantine
+        at the task's price (``_quarantined_lost``), the task has landed, withheld: this
+        price, when it is the task's, is ``WITHHELD``; a newer one is returned, to be uploaded
+        now (it releases the quarantine, as over any withheld price). ``first``: for a newer
+        price going because the task has landed, by its message id, words saying so (added to
+        its upload's answer). The task's own version, ended already (a newer one superseded
+        it), gets a history row saying where WB showed it and what replaced it
+        (``WbStore.landed``; review wblost34: read without it, it never reached WB)."""
         held = await self._held_prices({g.nm_id for g, _ in stuck})
         now = self.clock()
         quarantined = await self._quarantined_lost(stuck, held, now)
@@ -899,7 +908,9 @@ class WildberriesTarget:
         for upload_id, nm_ids in ended.items():
             await self._db(self.store.drop_tasks, nm_ids, upload_id)
         if notes:
-            await self._db(self.store.landed, notes)
+            # A note, best effort: the goods go on (``_db`` has logged a failure).
+            with contextlib.suppress(_StoreFailed):
+                await self._db(self.store.landed, notes)
         return again
 
     async def _quarantined_lost(
