@@ -506,6 +506,8 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         # where the channel did not release it)
         "operator-release": NP_("event", "an operator asked to release"),
         "awaiting-outcome": NP_("event", "awaiting the channel's outcome"),
+        # a note on a version that ended: its send, whose answer was lost, found at the channel
+        "lost-send-found": NP_("event", "its lost send found at the channel"),
     },
     # The kinds of contract 3 (and EXCHANGE_KINDS's own, shown by their code).
     "kind": {
@@ -1866,6 +1868,35 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
+        r"Wildberries' price quarantine lists (?P<p>\S+) for nmID (?P<n>\d+): (?P<which>.+) has "
+        r"landed there\. Wildberries sells at the old price until the seller confirms the new "
+        r"one in the seller's cabinet \(Цены и скидки → Карантин цен\) or a newer price is sent",
+        N_(
+            "Wildberries' price quarantine lists {p} for nmID {n}: {which*} has landed there. "
+            "Wildberries sells at the old price until the seller confirms the new one in the "
+            "seller's cabinet (Цены и скидки → Карантин цен) or a newer price is sent"
+        ),
+    ),
+    (
+        r"Wildberries' price quarantine listed (?P<p>\S+) for nmID (?P<n>\d+): (?P<which>.+) had "
+        r"landed there, withheld \(WB's cabinet may show it waiting for the seller's "
+        r"confirmation: do not confirm it\); a newer version goes in its place: superseded by "
+        r"(?P<id>.+)",
+        N_(
+            "Wildberries' price quarantine listed {p} for nmID {n}: {which*} had landed there, "
+            "withheld (WB's cabinet may show it waiting for the seller's confirmation: do not "
+            "confirm it); a newer version goes in its place: superseded by {id}"
+        ),
+    ),
+    (
+        r"Wildberries' catalogue showed (?P<h>\d+) for nmID (?P<n>\d+): (?P<which>.+) had "
+        r"landed, buyers saw it; then a newer version went: superseded by (?P<id>.+)",
+        N_(
+            "Wildberries' catalogue showed {h} for nmID {n}: {which*} had landed, buyers saw "
+            "it; then a newer version went: superseded by {id}"
+        ),
+    ),
+    (
         r"Wildberries has not applied (?P<which>.+) \(nmID (?P<n>\d+)\) by (?P<u>.+) UTC: "
         r"uploaded again",
         N_("Wildberries has not applied {which*} (nmID {n}) by {u} UTC: uploaded again"),
@@ -1924,6 +1955,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "Wildberries took it in task {t}: its outcome is read later; it went once the "
             "catalogue showed {p} for nmID {n}: {which*} has landed"
+        ),
+    ),
+    (
+        r"Wildberries took it in task (?P<t>\d+): its outcome is read later; it went once "
+        r"Wildberries' price quarantine listed (?P<p>\S+) for nmID (?P<n>\d+): (?P<which>.+) "
+        r"has landed there, and this price replaces it",
+        N_(
+            "Wildberries took it in task {t}: its outcome is read later; it went once "
+            "Wildberries' price quarantine listed {p} for nmID {n}: {which*} has landed there, "
+            "and this price replaces it"
         ),
     ),
     (

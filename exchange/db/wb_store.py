@@ -5,16 +5,31 @@ channel, built by ``exchange.app``."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, select
+from sqlalchemy import Connection, Engine, and_, delete, insert, select
 
+<<<<<<< HEAD
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, channel_ids
 from exchange.db.schema import aggregates, messages, wb_catalogues, wb_nm_ids, wb_tasks
+=======
+from exchange.db.engine import transaction
+from exchange.db.on_channels import Channel, channel_ids, on
+from exchange.db.schema import (
+    aggregates,
+    deliveries,
+    history,
+    messages,
+    wb_catalogues,
+    wb_nm_ids,
+    wb_tasks,
+)
+>>>>>>> wblost34
 from exchange.db.sent_times import lock_goods, taken
+from exchange.domain.states import Event, State
 from exchange.domain.upload_tasks import Task
 
 CHUNK = 500  # keys per SELECT ... IN
@@ -208,3 +223,43 @@ class DbWbStore:
                         c.nm_id.in_(wanted[start : start + CHUNK]),
                     )
                 )
+
+    def landed(self, notes: Mapping[str, str]) -> None:
+        """A history row (``lost-send-found``, no state change) on each noted version's
+        delivery on the channel that has ended cancelled (superseded): its upload, whose
+        answer was lost, has landed after the version ended (``_stuck``)."""
+        if not notes:
+            return
+        d, m = deliveries.c, messages.c
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.holders)
+            wanted = sorted(notes)
+            rows = connection.execute(
+                select(m.message_id, d.message_pk, d.channel_id, d.state)
+                .select_from(deliveries.join(messages, m.id == d.message_pk))
+                .where(
+                    on(d.channel_id, ids),
+                    m.message_id.in_(wanted),
+                    # ended (a newer version superseded it): a waiting one's last event says
+                    # what it waits for (``ops.waits``), never this note
+                    d.state == State.CANCELLED.value,
+                )
+            ).all()
+            if not rows:
+                return
+            now = datetime.now(UTC)
+            connection.execute(
+                insert(history),
+                [
+                    {
+                        "message_pk": pk,
+                        "channel_id": channel,
+                        "at": now,
+                        "event": Event.LOST_SEND_FOUND.value,
+                        "from_state": state,
+                        "to_state": state,
+                        "detail": notes[message_id],
+                    }
+                    for message_id, pk, channel, state in rows
+                ],
+            )

@@ -85,6 +85,10 @@ class Event(StrEnum):
     # The channel took it and answers later (a Wildberries upload task): back to delayed, not
     # charged, no lease held; the next attempt reads the outcome (contract 13, 14).
     AWAITING_OUTCOME = "awaiting-outcome"
+    # A send whose answer was lost was found at the channel after its version ended there
+    # (a Wildberries upload seen in the catalogue or in WB's price quarantine once a newer
+    # version had superseded it): a note on that version, no state change.
+    LOST_SEND_FOUND = "lost-send-found"
 
 
 _S = State
@@ -121,6 +125,8 @@ _TRANSITIONS: dict[Event, tuple[frozenset[State], State | None]] = {
     Event.WITHHELD_LIVE: (frozenset({_S.WITHHELD}), _S.DELIVERED),
     Event.OPERATOR_RELEASE: (frozenset({_S.WITHHELD}), None),  # asked the channel; no change
     Event.AWAITING_OUTCOME: (frozenset({_S.IN_PROGRESS}), _S.DELAYED),
+    # a note on a version that ended superseded; no change
+    Event.LOST_SEND_FOUND: (frozenset({_S.CANCELLED}), None),
 }
 
 
@@ -149,7 +155,12 @@ def check(event: Event, from_state: State | None, to_state: State | None) -> Non
     if event is Event.RELEASED:
         if to_state not in (State.NEW, State.DELAYED):
             raise IllegalTransition(f"{event}: only back to new or delayed, not {to_state}")
-    elif event in (Event.DUPLICATE, Event.OPERATOR_PRIORITIZE, Event.OPERATOR_RELEASE):
+    elif event in (
+        Event.DUPLICATE,
+        Event.OPERATOR_PRIORITIZE,
+        Event.OPERATOR_RELEASE,
+        Event.LOST_SEND_FOUND,
+    ):
         if to_state is not None and to_state != from_state:
             raise IllegalTransition(f"{event}: does not change the state")
     elif to_state != fixed_to:

@@ -66,6 +66,13 @@ class WbStore(Protocol):
         """The task ``upload_id`` has ended for these ``nmID``s (a row of another task stays)."""
         ...
 
+    def landed(self, notes: Mapping[str, str]) -> None:
+        """The uploads whose answer was lost have landed after their versions ended here
+        (``notes``: the message id a task row named -> what WB showed): a history row each on
+        that version's delivery on the channel when it has ended cancelled (superseded), its
+        state unchanged (``_stuck``)."""
+        ...
+
 
 class MemoryWbStore:
     """A ``WbStore`` in memory, for tests and ``exchange check``."""
@@ -74,6 +81,7 @@ class MemoryWbStore:
         self.map: dict[str, int] = {}
         self.at: datetime | None = None
         self.in_flight: dict[int, Task] = {}
+        self.notes: dict[str, str] = {}  # ``landed``'s, by message id
 
     def nm_ids(self, vendor_codes: Iterable[str]) -> dict[str, int]:
         return {v: self.map[v] for v in vendor_codes if v in self.map}
@@ -109,6 +117,9 @@ class MemoryWbStore:
     ) -> tuple[dict[int, str], set[int]]:
         """One process: its own claims decide (``OneSkuAGood``)."""
         return {}, self.claim_tasks(tasks)
+
+    def landed(self, notes: Mapping[str, str]) -> None:
+        self.notes.update(notes)
 
     def drop_tasks(self, nm_ids: Iterable[int], upload_id: int) -> None:
         for n in nm_ids:

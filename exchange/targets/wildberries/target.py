@@ -21,8 +21,9 @@ per good. How one ``send`` goes:
    timeout after it may have reached WB: its row is stored before it goes, ``UNNAMED``), may
    still land (research §2.4: the time to apply is not documented; §2.5: two tasks of one
    nmID have no documented order): its good stays held, no price of it uploaded, until WB's
-   catalogue read back (one read for a send's stuck goods) shows that price, or
-   ``lost_hold`` more seconds have passed (``_stuck``; review 32 holes 1 and 2);
+   catalogue read back (one read for a send's stuck goods) shows that price (or WB's price
+   quarantine lists it: landed, withheld), or ``lost_hold`` more seconds have passed
+   (``_stuck``; review 32 holes 1 and 2);
 4. the others go in one ``POST /api/v2/upload/task``; the task's id (200, or 208: an earlier
    task, this price's only if its lines carry this price, ``_judge_task``) is stored with its
    goods at once; the deliveries are ``AWAITING`` (back to delayed,
@@ -56,6 +57,7 @@ a 429 bars every request for ``X-Ratelimit-Retry`` seconds (``Budget``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
@@ -835,12 +837,21 @@ class WildberriesTarget:
         one is returned, to be uploaded now. Meanwhile each waits, uncharged, a minute between
         reads; past ``task_timeout`` + ``lost_hold`` from the upload the task is taken for
         never applied: its row dropped, the task's own price charged (``TEMPORARY``) and
-        uploaded again, a newer one uploaded. ``first``: for a newer price going because the
-        task has landed, by its message id, words saying so (added to its upload's answer)."""
+        uploaded again, a newer one uploaded. A sharp drop never shows in the catalogue (WB's
+        price quarantine keeps the old price there, research §2.4): listed in the quarantine
+        at the task's price (``_quarantined_lost``), the task has landed, withheld: this
+        price, when it is the task's, is ``WITHHELD``; a newer one is returned, to be uploaded
+        now (it releases the quarantine, as over any withheld price). ``first``: for a newer
+        price going because the task has landed, by its message id, words saying so (added to
+        its upload's answer). The task's own version, ended already (a newer one superseded
+        it), gets a history row saying where WB showed it and what replaced it
+        (``WbStore.landed``; review wblost34: read without it, it never reached WB)."""
         held = await self._held_prices({g.nm_id for g, _ in stuck})
         now = self.clock()
+        quarantined = await self._quarantined_lost(stuck, held, now)
         again: list[_Good] = []
         ended: dict[int, list[int]] = {}
+        notes: dict[str, str] = {}  # the lost versions' history, by their message id
         for g, task in stuck:
             message_id = g.price.message.message_id
             holds = held.get(g.nm_id)
@@ -854,7 +865,8 @@ class WildberriesTarget:
             receipt = None if _unnamed(task.upload_id) else f"wb-task:{task.upload_id}"
             until = task.uploaded_at + timedelta(seconds=self.task_timeout + self.lost_hold)
             landed = holds is not None and holds == task.price
-            if not landed and now < until:
+            withheld = not landed and g.nm_id in quarantined
+            if not landed and not withheld and now < until:
                 shows = "does not list it" if holds is None else f"holds {holds}"
                 left = (until - now).total_seconds()
                 out[message_id] = Classification(
@@ -876,6 +888,32 @@ class WildberriesTarget:
                         f"it went once the catalogue showed {holds} for nmID {g.nm_id}: "
                         f"{which} has landed"
                     )
+                elif withheld and first is not None:
+                    first[message_id] = (
+                        f"it went once Wildberries' price quarantine listed {task.price} for "
+                        f"nmID {g.nm_id}: {which} has landed there, and this price replaces it"
+                    )
+                if (landed or withheld) and task.message_id != message_id:
+                    # The lost version's own history: where it landed, and what replaced it
+                    # (review wblost34: read without it, it never reached WB).
+                    notes[task.message_id] = (
+                        f"Wildberries' catalogue showed {holds} for nmID {g.nm_id}: {which} "
+                        f"had landed, buyers saw it; then a newer version went: superseded by "
+                        f"{message_id}"
+                        if landed
+                        else f"Wildberries' price quarantine listed {task.price} for nmID "
+                        f"{g.nm_id}: {which} had landed there, withheld (WB's cabinet may show "
+                        f"it waiting for the seller's confirmation: do not confirm it); a newer "
+                        f"version goes in its place: superseded by {message_id}"
+                    )
+            elif withheld:
+                out[message_id] = Classification(
+                    Verdict.WITHHELD,
+                    f"Wildberries' price quarantine lists {task.price} for nmID {g.nm_id}: "
+                    f"{which} has landed there. {answers.WHERE_TO_RELEASE}",
+                    http_status=200,
+                    receipt=receipt,
+                )
             elif landed:
                 out[message_id] = _in_force(
                     Classification(
@@ -896,7 +934,45 @@ class WildberriesTarget:
                 )
         for upload_id, nm_ids in ended.items():
             await self._db(self.store.drop_tasks, nm_ids, upload_id)
+        if notes:
+            # A note, best effort: the goods go on (``_db`` has logged a failure).
+            with contextlib.suppress(_StoreFailed):
+                await self._db(self.store.landed, notes)
         return again
+
+    async def _quarantined_lost(
+        self, stuck: list[tuple[_Good, Task]], held: dict[int, int], now: datetime
+    ) -> set[int]:
+        """The goods of ``stuck`` whose lost task has landed in WB's price quarantine
+        (research §2.4: a price a third or less of the old one is held there, and the
+        catalogue keeps the old price): ``/api/v2/quarantine/goods`` lists the good with the
+        task's price (``newPrice``). Read once for them all, within the budget, only for goods
+        whose catalogue does not show the task's price while their wait lasts; a list it cannot
+        read tells nothing (the goods wait on, as for a catalogue read without the price)."""
+        unseen = {
+            g.nm_id: task.price
+            for g, task in stuck
+            if held.get(g.nm_id) != task.price
+            and now < task.uploaded_at + timedelta(seconds=self.task_timeout + self.lost_hold)
+        }
+        if not unseen:
+            return set()
+        try:
+            listed = await self._quarantine()
+        except _Answer as failed:
+            if failed.classification.verdict is Verdict.PAUSE:
+                raise  # the token refused: every request would be
+            log.info(
+                "Wildberries: the price quarantine could not be read for a lost upload's good "
+                "(%s); it waits on",
+                failed.classification.detail,
+            )
+            return set()
+        return {
+            nm
+            for nm, price in unseen.items()
+            if listed.get(nm) is not None and listed.get(nm) == price
+        }
 
     async def _left_out(
         self, goods: list[tuple[_Good, int, bool]], out: dict[str, _Said]
