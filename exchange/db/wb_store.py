@@ -11,12 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, delete, insert, select
 
-<<<<<<< HEAD
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.on_channels import Channel, channel_ids
-from exchange.db.schema import aggregates, messages, wb_catalogues, wb_nm_ids, wb_tasks
-=======
-from exchange.db.engine import transaction
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import (
     aggregates,
@@ -27,7 +22,6 @@ from exchange.db.schema import (
     wb_nm_ids,
     wb_tasks,
 )
->>>>>>> wblost34
 from exchange.db.sent_times import lock_goods, taken
 from exchange.domain.states import Event, State
 from exchange.domain.upload_tasks import Task
