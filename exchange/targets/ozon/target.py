@@ -5,15 +5,16 @@ price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 i
 (exchange/targets/marketplace/). Before sending: the channel's currency, two decimals at most
 (``rounding``), and Ozon's stated price rules (old-price gaps, the minimum price's bounds) are
 checked, a broken one ``invalid-for-channel``. A price equal to the one delivered is not sent
-again: delivered without a request (research §1.3: Ozon restricts senders of identical
-requests); a send whose outcome is unknown (a timeout, a crash in flight, a version superseded
-after it may have gone) leaves what Ozon holds unknown. A send whose answer was lost (a timeout
-or a connection cut after the request may have reached Ozon, or a 5xx) may still land, after a
-newer one (§1.5: no order between two racing updates): the product's next send, the same price
-or a newer one, waits, not charged, reading Ozon's prices (``/v5/product/info/prices``) every
-``LOST_EVERY`` seconds until Ozon shows the lost prices (that version delivered without a
-request, a newer one goes) or ``LOST_HOLD`` has passed since the send (``_late``,
-``marketplace.late``; the lost send is kept in its deliveries' receipts, every worker's).
+again where Ozon shows it (one read of the batch's such products, ``_shown``): delivered without
+a request (research §1.3: Ozon restricts senders of identical requests); a send whose outcome is
+unknown (a timeout, a crash in flight, a version superseded after it may have gone) leaves what
+Ozon holds unknown. A send whose answer was lost (a timeout or a connection cut after the
+request may have reached Ozon, or a 5xx) may still land, after a newer one (§1.5: no order
+between two racing updates): the product's next send, the same price or a newer one, waits, not
+charged, reading Ozon's prices (``/v5/product/info/prices``) every ``LOST_EVERY`` seconds until
+Ozon shows the lost prices (that version delivered without a request, a newer one goes) or
+``LOST_HOLD`` has passed since the send (``_late``, ``marketplace.late``; the lost send is kept
+in its deliveries' receipts, every worker's).
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
 of a product within the hour (every worker's sends, counted in the database and the send's slot
 taken there before its request leaves, one worker at a time: ``SentTimes.reserve``) is held
@@ -361,6 +362,8 @@ class OzonTarget:
                 answers.update(spread(item, invalid(said)))
             built.items = kept
         unchanged = await self._unchanged(built.items)
+        shown = await self._shown([i for i in built.items if i.sku in unchanged])
+        unchanged &= set(shown)
         now = self.clock()
         await self._seed([item.sku for item in built.items], now)
         await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
@@ -381,7 +384,8 @@ class OzonTarget:
                         item,
                         Classification(
                             Verdict.DELIVERED,
-                            "unchanged: Ozon holds this price already, not sent again",
+                            f"unchanged: Ozon shows {shown[item.sku]} already (read now), not "
+                            "sent again",
                         ),
                     )
                 )
@@ -811,6 +815,33 @@ class OzonTarget:
                 for field, amount in item.prices.items()
             ):
                 same.add(item.sku)
+        return same
+
+    async def _shown(self, items: list[Item]) -> dict[str, str]:
+        """Of the items whose prices equal the delivered ones (``_unchanged``), those whose
+        prices Ozon shows now (SKU -> the prices in words), read with one request
+        (``offers``: up to 1,000 offer_ids a request, §1.4, within the pace): a price set in
+        the seller's cabinet, or by Ozon's strategies (§1.6.5), since the last delivery
+        differs from 1C's, and 1C's price goes (review ozon34 finding 2: 1C's 500 again was
+        "not sent again" while Ozon showed the cabinet's 777). Unread (Ozon refused or did
+        not answer the read), none: the price goes, counted as any send. A send of 1C's price
+        is never wrong, and the import answers for itself (a refused key pauses, a 5xx
+        waits); a wait on the read could hold 1C's price for as long as the read fails,
+        while only the hour's count (10 updates, every send's) bounds the sends."""
+        if not items:
+            return {}
+        found = await self.offers([item.offer_id for item in items])
+        if isinstance(found, Classification):
+            log.info("Ozon: prices not read before an unchanged send (%s)", found.detail[:200])
+            return {}
+        same: dict[str, str] = {}
+        for item in items:
+            entry = found.get(item.offer_id)
+            if entry is None:
+                continue
+            held = {f: _money(entry, f) for f in MONEY}
+            if late.shows(late.LostSend(0.0, dict(item.prices)), held):
+                same[item.sku] = late.said(item.prices)
         return same
 
     def _held(
