@@ -2295,6 +2295,10 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("unchanged: Ozon holds this price already, not sent again"),
     ),
     (
+        r"unchanged: Ozon shows (?P<p>.+?) already \(read now\), not sent again",
+        N_("unchanged: Ozon shows {p} already (read now), not sent again"),
+    ),
+    (
         r"Ozon gave no answer for offer_id (?P<o>.+) in its 200 \(its result holds none\): "
         r"whether Ozon took the price is unknown",
         N_(

@@ -27,7 +27,7 @@ exhausted, 14 unavailable, 16 unauthenticated), that is an inference, marked so.
 The catalogue: every ``offer_id`` exists but ``NOSUCH*`` (``auto``), each with a product id
 of its own; ``hold`` a catalogue for only those. Faults (``OzonFaults``, mutable while it
 runs): the key's state and roles, ``delay``, ``internal_errors``, ``drop_after``,
-``slow_after``.
+``slow_after``, ``late_status`` (a 5xx at once, the import applied later).
 
 Bookkeeping: ``history(offer_id)`` every price the product took (``histories()`` of every
 product at once), ``updates(offer_id)`` every update it took with its money fields,
@@ -221,6 +221,14 @@ class OzonFaults:
     # a proxy in front answers every request with its own HTML page of this status (a wrong
     # ozon_api_url, a gateway down): not Ozon's rpcStatus
     proxy_page: int | None = None
+    # a gateway in front answers an import at once with this 5xx (500: Ozon's rpcStatus code 13
+    # "Internal error", OZ-ERR; any other: the gateway's HTML page) and hands the request on to
+    # Ozon ``late_after`` real seconds later, where it is applied as ever. A general HTTP fact,
+    # not Ozon's word: a gateway that timed out, or a server that failed after taking the
+    # request, says nothing of whether it was applied; and the import has no idempotency key
+    # nor an order between two racing updates (§1.5), so a later send may land before it.
+    late_status: int | None = None
+    late_after: float = 0.0
 
 
 class RequestRate:
@@ -807,6 +815,34 @@ class _OzonHandler(Handler):
         self.body()
         self.unknown_method()
 
+    def answer_now_apply_later(self, raw: bytes, status: int, after: float) -> None:
+        """``OzonFaults.late_status``: the 5xx now, the import applied ``after`` real seconds
+        later (passing the gate then, as a request arriving then would), its answer lost."""
+        sim = self.sim
+        headers = self.headers
+
+        def apply() -> None:
+            if sim.gate(IMPORT_PRICES, headers) is not None:
+                return
+            try:
+                body = json.loads(raw or b"{}", parse_float=Decimal)
+                sim.import_prices(read_items(body, sim.switches, sim.limits.batch_limit))
+            except (ValueError, Malformed):
+                return
+
+        timer = threading.Timer(after, apply)
+        timer.daemon = True
+        timer.start()
+        if status == 500:
+            self.fail(500, INTERNAL_ERROR)
+            return
+        page = f"<html><head><title>{status}</title></head><body><center><h1>{status}</h1>"
+        self.answer(
+            status,
+            (page + "</center><hr><center>nginx</center></body></html>").encode(),
+            "text/html",
+        )
+
     def do_POST(self) -> None:
         raw = self.body()
         sim = self.sim
@@ -826,6 +862,9 @@ class _OzonHandler(Handler):
             return
         if path not in (IMPORT_PRICES, INFO_PRICES, ROLES):
             self.unknown_method()
+            return
+        if path == IMPORT_PRICES and sim.faults.late_status is not None:
+            self.answer_now_apply_later(raw, sim.faults.late_status, sim.faults.late_after)
             return
         refused = sim.gate(path, self.headers)
         if refused is not None:

@@ -605,6 +605,24 @@ def test_drop_after_applies_and_cuts_the_connection(
     assert Decimal(777) == ozon.price("A-1")
 
 
+@pytest.mark.parametrize("status", [500, 504])
+def test_late_status_answers_a_5xx_at_once_and_applies_the_import_later(
+    client: httpx.Client, ozon: OzonSimulator, status: int
+) -> None:
+    """A gateway's 504 (its page) or a 500 (Ozon's "Internal error") now, and the request
+    handed on to Ozon later: applied all the same (a 5xx says nothing of the outcome)."""
+    ozon.faults.late_status, ozon.faults.late_after = status, 0.3
+    answer = send(client, item("A-1", "555"))
+    assert answer.status_code == status
+    if status == 500:
+        assert answer.json()["code"] == 13
+    else:
+        assert answer.headers["content-type"].startswith("text/html")
+    assert Decimal(555) != ozon.price("A-1"), "not yet applied"
+    time.sleep(0.8)
+    assert Decimal(555) == ozon.price("A-1")
+
+
 def test_unanswered_leaves_an_items_result_out_of_the_200(
     client: httpx.Client, ozon: OzonSimulator
 ) -> None:

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, select
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, history, messages
-from exchange.dev.ozonsim import IMPORT_PRICES, ROLES, OzonSimulator
+from exchange.dev.ozonsim import IMPORT_PRICES, INFO_PRICES, ROLES, OzonSimulator
 from exchange.dev.ozonsim import Item as SimItem
 from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
@@ -140,6 +140,52 @@ def test_two_price_types_of_one_sku_go_as_one_item_and_an_unchanged_price_is_not
     assert product is not None and (product.price, product.old_price) == (1000, 1200)
     assert site.requests[IMPORT_PRICES] == 1, "one item; the unchanged price not sent again"
     assert rows(engine)[2][0] == "delivered"
+    said = delivered_detail(engine, 2)
+    assert "unchanged: Ozon shows " in said and "price 1000.00 already (read now)" in said, said
+    assert site.requests[INFO_PRICES] == 1, "one read of Ozon's prices before skipping"
+
+
+def delivered_detail(engine: Engine, version: int) -> str:
+    with transaction(engine, read_only=True) as connection:
+        return str(
+            connection.execute(
+                select(history.c.detail)
+                .join(messages, history.c.message_pk == messages.c.id)
+                .where(
+                    messages.c.aggregate == "SKU-1",
+                    messages.c.version == version,
+                    history.c.event == "delivered",
+                )
+            ).scalar_one()
+        )
+
+
+def test_an_unchanged_price_goes_where_ozon_shows_another_set_in_the_cabinet(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozon34 finding 2: 500 delivered, the seller sets 777 in Ozon's cabinet, 1C
+    posts 500 again. The old code answered "unchanged, not sent again" from the delivered
+    price while Ozon showed 777. Now Ozon's prices are read first (one read): it shows 777,
+    so 1C's 500 goes, and Ozon ends on it."""
+    clock = FakeClock()
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "500.00")])
+        await drain(w)
+        clock.advance(60)
+        # The seller in Ozon's cabinet (another sender of the same import).
+        site.import_prices([SimItem("SKU-1", 0, {"price": Decimal(777), "currency_code": "RUB"})])
+        stage(engine, [price_row("SKU-1", 2, "500.00")])
+        await drain(w)
+
+    run_worker(worker, scenario)
+
+    assert site.price("SKU-1") == Decimal("500")
+    assert site.requests[IMPORT_PRICES] == 2
+    assert site.requests[INFO_PRICES] == 1
+    assert rows(engine)[2][0] == "delivered"
+    assert "not sent again" not in delivered_detail(engine, 2)
 
 
 def test_an_ozon_channels_pause_and_resume_say_the_channel_not_the_site(

@@ -181,6 +181,45 @@ def test_a_lost_send_ozon_never_applied_goes_again_once_its_wait_is_over(
     assert site.price("SKU-1") == Decimal("1100")
 
 
+@pytest.mark.parametrize("status", [504, 500])
+def test_a_5xx_import_ozon_applies_later_never_lands_over_the_newer_price(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path, status: int
+) -> None:
+    """Review ozon34 finding 1: a gateway answers 504 (its page) at once, or Ozon 500
+    "Internal error", and the import of 500 reaches Ozon later (a 5xx says nothing of the
+    outcome: an HTTP fact; §1.5: no order between racing updates). The old code retried 500
+    and sent 1C's 600 at once; then the 5xx'd 500 landed: Ozon held 500 while 600 was
+    "delivered". Now a 5xx is a lost answer: nothing of the product goes until Ozon shows
+    500 (or the hold passes); then 600 goes, and Ozon ends on 1C's newest."""
+    clock = FakeClock()
+    worker = _worker(db_url, engine, site, clock, tmp_path)
+    later = 3.0  # real seconds until the gateway hands the request on to Ozon
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "400.00")])
+        await drain(w)
+        before = site.requests[IMPORT_PRICES]
+        site.faults.late_status, site.faults.late_after = status, later
+        stage(engine, [price_row("SKU-1", 2, "500.00")])
+        started = time.monotonic()
+        await w.cycle()  # the 5xx at once; Ozon has not seen the request yet
+        site.faults.late_status = None
+        assert site.requests[IMPORT_PRICES] - before == 1
+        assert _state(engine, 2)[0] == "delayed"
+        stage(engine, [price_row("SKU-1", 3, "600.00")])
+        await _cycles(w, clock, 6, 2.0)
+        if time.monotonic() - started < later:
+            assert site.requests[IMPORT_PRICES] - before == 1, "nothing sent while it may land"
+        await asyncio.sleep(max(0.0, later + 0.5 - (time.monotonic() - started)))
+        await _cycles(w, clock, 12, 10.0)  # the waits' reads (every 30 s) see 500
+
+    run_worker(worker, scenario)
+
+    assert _state(engine, 3)[0] == "delivered"
+    assert site.price("SKU-1") == Decimal("600"), site.updates("SKU-1")
+    assert [u["price"] for u in site.updates("SKU-1")][-2:] == [Decimal("500"), Decimal("600")]
+
+
 def test_the_wait_for_a_lost_send_and_its_end_are_said_in_russian() -> None:
     """The words a person reads in ``find`` and the workbench's history (Russian first)."""
     lost = late.LostSend(1767225600.0, {"price": Decimal("1100.00")})

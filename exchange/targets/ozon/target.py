@@ -4,16 +4,17 @@ One item per SKU (``offer_id``: the SKU or its article, ``sku_source``) carrying
 price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 items a request
 (exchange/targets/marketplace/). Before sending: the channel's currency, two decimals at most
 (``rounding``), and Ozon's stated price rules (old-price gaps, the minimum price's bounds) are
-checked, a broken one ``invalid-for-channel``. A price equal to the one Ozon is known to hold
-is not sent again: delivered without a request (research §1.3: Ozon restricts senders of
-identical requests); a send whose outcome is unknown (a timeout, a crash in flight, a version
-superseded after it may have gone) leaves what Ozon holds unknown. A send whose answer was lost
-(a timeout or a connection cut after the request may have reached Ozon) may still land, after a
-newer one (§1.5: no order between two racing updates): the product's next send, the same price
-or a newer one, waits, not charged, reading Ozon's prices (``/v5/product/info/prices``) every
-``LOST_EVERY`` seconds until Ozon shows the lost prices (that version delivered without a
-request, a newer one goes) or ``LOST_HOLD`` has passed since the send (``_late``,
-``marketplace.late``; the lost send is kept in its deliveries' receipts, every worker's).
+checked, a broken one ``invalid-for-channel``. A price equal to the one delivered is not sent
+again where Ozon shows it (one read of the batch's such products, ``_shown``): delivered without
+a request (research §1.3: Ozon restricts senders of identical requests); a send whose outcome is
+unknown (a timeout, a crash in flight, a version superseded after it may have gone) leaves what
+Ozon holds unknown. A send whose answer was lost (a timeout or a connection cut after the
+request may have reached Ozon, or a 5xx) may still land, after a newer one (§1.5: no order
+between two racing updates): the product's next send, the same price or a newer one, waits, not
+charged, reading Ozon's prices (``/v5/product/info/prices``) every ``LOST_EVERY`` seconds until
+Ozon shows the lost prices (that version delivered without a request, a newer one goes) or
+``LOST_HOLD`` has passed since the send (``_late``, ``marketplace.late``; the lost send is kept
+in its deliveries' receipts, every worker's).
 The answers are read by answers.py; the hourly limit per product by hours.py: the 11th update
 of a product within the hour (every worker's sends, counted in the database and the send's slot
 taken there before its request leaves, one worker at a time: ``SentTimes.reserve``) is held
@@ -361,6 +362,8 @@ class OzonTarget:
                 answers.update(spread(item, invalid(said)))
             built.items = kept
         unchanged = await self._unchanged(built.items)
+        shown = await self._shown([i for i in built.items if i.sku in unchanged])
+        unchanged &= set(shown)
         now = self.clock()
         await self._seed([item.sku for item in built.items], now)
         await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
@@ -381,7 +384,8 @@ class OzonTarget:
                         item,
                         Classification(
                             Verdict.DELIVERED,
-                            "unchanged: Ozon holds this price already, not sent again",
+                            f"unchanged: Ozon shows {shown[item.sku]} already (read now), not "
+                            "sent again",
                         ),
                     )
                 )
@@ -597,16 +601,19 @@ class OzonTarget:
             answers.update(spread(item, self._held((free or now + 1.0) - now)))
         return going
 
-    async def _lose(self, items: list[Item], at: float) -> None:
+    async def _lose(
+        self, items: list[Item], at: float, marks: dict[str, str] | None = None
+    ) -> None:
         """A send of ``items`` (left at ``at``) whose answer was lost: Ozon may still apply
         it, after a newer one (§1.5). Each product's lost prices (the fields its messages set)
         go in its deliveries' receipts after the send's mark (``SentTimes.lost``), committed
         before the attempt is recorded, so that the product's next claim, any worker's, waits
-        for them (``_late``). Best effort: unwritten, this process's memory keeps them."""
+        for them (``_late``). ``marks``: the sends' marks, where the answer has taken them
+        already (a 5xx). Best effort: unwritten, this process's memory keeps them."""
         for item in items:
             prices = {f: item.prices[f] for f in item.new if f in item.prices} or item.prices
             word = late.token(LOST, late.LostSend(at, dict(prices)))
-            mark = self._marks.get(item.sku)
+            mark = (self._marks if marks is None else marks).get(item.sku)
             if self.sent is NO_SENT_TIMES or mark is None:
                 self._lost_here[item.sku] = word
                 continue
@@ -811,6 +818,33 @@ class OzonTarget:
                 same.add(item.sku)
         return same
 
+    async def _shown(self, items: list[Item]) -> dict[str, str]:
+        """Of the items whose prices equal the delivered ones (``_unchanged``), those whose
+        prices Ozon shows now (SKU -> the prices in words), read with one request
+        (``offers``: up to 1,000 offer_ids a request, §1.4, within the pace): a price set in
+        the seller's cabinet, or by Ozon's strategies (§1.6.5), since the last delivery
+        differs from 1C's, and 1C's price goes (review ozon34 finding 2: 1C's 500 again was
+        "not sent again" while Ozon showed the cabinet's 777). Unread (Ozon refused or did
+        not answer the read), none: the price goes, counted as any send. A send of 1C's price
+        is never wrong, and the import answers for itself (a refused key pauses, a 5xx
+        waits); a wait on the read could hold 1C's price for as long as the read fails,
+        while only the hour's count (10 updates, every send's) bounds the sends."""
+        if not items:
+            return {}
+        found = await self.offers([item.offer_id for item in items])
+        if isinstance(found, Classification):
+            log.info("Ozon: prices not read before an unchanged send (%s)", found.detail[:200])
+            return {}
+        same: dict[str, str] = {}
+        for item in items:
+            entry = found.get(item.offer_id)
+            if entry is None:
+                continue
+            held = {f: _money(entry, f) for f in MONEY}
+            if late.shows(late.LostSend(0.0, dict(item.prices)), held):
+                same[item.sku] = late.said(item.prices)
+        return same
+
     def _held(
         self, seconds: float, *, refused: bool = False, after_refusal: bool = False
     ) -> Classification:
@@ -874,8 +908,7 @@ class OzonTarget:
             for item in items:
                 self._marks.pop(item.sku, None)  # it may have left: its mark counts
             return
-        for item in items:
-            self._marks.pop(item.sku, None)
+        marks = {i.sku: m for i in items if (m := self._marks.pop(i.sku, None)) is not None}
         now = self.clock()
         if response.status_code != 200:
             judged = refusal(
@@ -883,6 +916,14 @@ class OzonTarget:
             )
             if judged.error_class == CIRCLE:
                 await self._circle(now)
+            elif 500 <= response.status_code < 600:
+                # A 5xx (Ozon's "Internal error", a gateway's timeout page) says nothing of
+                # whether Ozon applied the import: a gateway may hand it on after it gave up,
+                # a server may fail after taking it (an HTTP fact, not Ozon's word), and a
+                # later send has no order before it (§1.5). As a lost answer: the product's
+                # next send waits for Ozon to show it (``_late``); classified as before.
+                judged.result_unknown = True
+                await self._lose(items, sent_at, marks)
             if judged.verdict is Verdict.TERMINAL and len(items) > 1 and splits[0] >= 2:
                 # The request refused whole (a 400 of no words this target reads): halves sent
                 # apart find the item it refuses and send the others, within SPLITS; an item
