@@ -84,6 +84,23 @@ def channel_ids(connection: Connection, channel: Channel = None) -> list[int]:
     return found
 
 
+def account_ids(connection: Connection, channel: Channel = None) -> list[int]:
+    """The channels whose sends count against one marketplace account's limits with
+    ``channel``'s (Ozon's 10 updates of a product an hour, research §1.3): ``channel_ids``'s,
+    and every channel of the same name and target dropped before (review ozon 34b: a channel
+    dropped and added again under its name would forget the hour's sends of the account).
+    The registry keeps no account (Ozon's Client-Id is the configuration's), so the name is
+    what ties them: two channels of different names on one account are counted apart."""
+    ids = channel_ids(connection, channel)
+    if channel is None:
+        return ids
+    rows = connection.execute(
+        select(channels.c.id, channels.c.name, channels.c.target).order_by(channels.c.id)
+    ).all()
+    named = {(row.name, row.target) for row in rows if row.id in ids}
+    return [row.id for row in rows if row.id in ids or (row.name, row.target) in named]
+
+
 def channel_names(connection: Connection) -> dict[int, str]:
     """Every registered channel's name, by id: what a surface prints beside a delivery."""
     return {row.id: row.name for row in connection.execute(select(channels.c.id, channels.c.name))}
