@@ -21,6 +21,7 @@ it showed when it read ``messages``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC
 from typing import Any
 
 from sqlalchemy import (
@@ -104,6 +105,20 @@ def account_ids(connection: Connection, channel: Channel = None) -> list[int]:
 def channel_names(connection: Connection) -> dict[int, str]:
     """Every registered channel's name, by id: what a surface prints beside a delivery."""
     return {row.id: row.name for row in connection.execute(select(channels.c.id, channels.c.name))}
+
+
+def removed_at(connection: Connection) -> dict[int, str]:
+    """Each dropped channel's id and when it was dropped (ISO 8601): a surface names a
+    dropped channel's delivery as of a removed channel, never under its bare name, which a
+    channel added again later has too (review ozon 34b)."""
+    rows = connection.execute(
+        select(channels.c.id, channels.c.dropped_at).where(channels.c.dropped_at.is_not(None))
+    )
+    return {row.id: _utc_iso(row.dropped_at) for row in rows}
+
+
+def _utc_iso(moment: Any) -> str:
+    return str(moment.isoformat() if moment.tzinfo else moment.replace(tzinfo=UTC).isoformat())
 
 
 def channel_targets(connection: Connection) -> dict[str, str]:
