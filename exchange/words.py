@@ -2246,6 +2246,31 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     # Ozon's (exchange/targets/ozon: answers.py, target.py): its hourly limit and "Circle is
     # open" are waits, not charged (research §1.3); its own words and codes kept as they are
     (
+        r"Ozon: over Ozon's hourly limit of price updates of this product \(error limiting: "
+        r"acquire limit per item\)",
+        N_(
+            "Ozon: over Ozon's hourly limit of price updates of this product (error limiting: "
+            "acquire limit per item)"
+        ),
+    ),
+    (
+        r"held: Ozon refused an update of this product for its hourly limit \(error limiting: "
+        r"acquire limit per item\); tried once more in (?P<w>\d+) s, not charged",
+        N_(
+            "held: Ozon refused an update of this product for its hourly limit (error limiting: "
+            "acquire limit per item); tried once more in {w} s, not charged"
+        ),
+    ),
+    (
+        r"held: Ozon refused an update of this product for its hourly limit \(Ozon counts every "
+        r"sender's updates\); goes in (?P<w>\d+) s, not charged",
+        N_(
+            "held: Ozon refused an update of this product for its hourly limit (Ozon counts every "
+            "sender's updates); goes in {w} s, not charged"
+        ),
+    ),
+    # The words stored before review ozon 34b (history rows keep them)
+    (
         r"Ozon: more than 10 price updates of this product within an hour \(error limiting: "
         r"acquire limit per item\)",
         N_(

@@ -352,13 +352,28 @@ def _print_found(
         if several:  # contract 13: each delivery's channel (a rejected record: none)
             facts = (
                 "    "
-                + _("channel {channel}:", lang).format(channel=row["channel"] or "-")
+                + _("channel {channel}:", lang).format(
+                    channel=_channel_said(row, zone, lang) if row["channel"] else "-"
+                )
                 + " "
                 + facts.lstrip()
             )
         out.print(facts, markup=False, highlight=False)
         if row.get("delivered_nowhere"):
             out.print("    " + nowhere_words(row, lang), markup=False, highlight=False)
+
+
+def _channel_said(row: dict[str, Any], zone: str, lang: Lang) -> str:
+    """A delivery's channel as ``find`` and ``history`` name it: its name, and a dropped
+    channel's «ozon (удалён …)» / "ozon (removed …)", never the bare name a channel added
+    again under it has (review ozon 34b: the removed one's ``cancelled`` read as the
+    channel's state)."""
+    removed = row.get("channel_removed_at")
+    if not removed:
+        return str(row["channel"])
+    return _("{channel} (removed {when})", lang).format(
+        channel=row["channel"], when=_in_zone(removed, zone, lang)
+    )
 
 
 def nowhere_words(message: dict[str, Any], lang: Lang) -> str:
@@ -459,14 +474,16 @@ def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def _delivery_line(delivery: dict[str, Any], lang: Lang = "en", target: str | None = None) -> str:
+def _delivery_line(
+    delivery: dict[str, Any], lang: Lang = "en", target: str | None = None, zone: str = "UTC"
+) -> str:
     """A message's delivery on one channel (of ``target``), as ``history`` prints it under the
     headline."""
     state, reason = _state_shown(delivery, lang), delivery["reason"]
     if lang != "en":
         reason = name("reason", reason, lang, target)
     return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
-        channel=delivery["channel"],
+        channel=_channel_said(delivery, zone, lang),
         state=state,
         reason=reason or "-",
         attempts=delivery["attempts"],
@@ -550,7 +567,8 @@ def history(
     if len(bio["deliveries"]) > 1:  # contract 13: its state on every channel
         for delivery in bio["deliveries"]:
             target = targets.get(delivery["channel"])
-            out.print(_delivery_line(delivery, lang, target), markup=False, highlight=False)
+            line = _delivery_line(delivery, lang, target, settings.display_tz)
+            out.print(line, markup=False, highlight=False)
     table = Table()
     # contract 13: with more than one channel, each event says whose delivery it is (intake's
     # own events are no channel's: "—")
@@ -583,7 +601,11 @@ def history(
         )
         cells = (
             _in_zone(e["at"], settings.display_tz, lang),
-            *([e.get("channel") or "—"] if by_channel else []),
+            *(
+                [_channel_said(e, settings.display_tz, lang) if e.get("channel") else "—"]
+                if by_channel
+                else []
+            ),
             event,
             from_state or "",
             to_state or "",

@@ -21,6 +21,7 @@ it showed when it read ``messages``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC
 from typing import Any
 
 from sqlalchemy import (
@@ -84,9 +85,40 @@ def channel_ids(connection: Connection, channel: Channel = None) -> list[int]:
     return found
 
 
+def account_ids(connection: Connection, channel: Channel = None) -> list[int]:
+    """The channels whose sends count against one marketplace account's limits with
+    ``channel``'s (Ozon's 10 updates of a product an hour, research §1.3): ``channel_ids``'s,
+    and every channel of the same name and target dropped before (review ozon 34b: a channel
+    dropped and added again under its name would forget the hour's sends of the account).
+    The registry keeps no account (Ozon's Client-Id is the configuration's), so the name is
+    what ties them: two channels of different names on one account are counted apart."""
+    ids = channel_ids(connection, channel)
+    if channel is None:
+        return ids
+    rows = connection.execute(
+        select(channels.c.id, channels.c.name, channels.c.target).order_by(channels.c.id)
+    ).all()
+    named = {(row.name, row.target) for row in rows if row.id in ids}
+    return [row.id for row in rows if row.id in ids or (row.name, row.target) in named]
+
+
 def channel_names(connection: Connection) -> dict[int, str]:
     """Every registered channel's name, by id: what a surface prints beside a delivery."""
     return {row.id: row.name for row in connection.execute(select(channels.c.id, channels.c.name))}
+
+
+def removed_at(connection: Connection) -> dict[int, str]:
+    """Each dropped channel's id and when it was dropped (ISO 8601): a surface names a
+    dropped channel's delivery as of a removed channel, never under its bare name, which a
+    channel added again later has too (review ozon 34b)."""
+    rows = connection.execute(
+        select(channels.c.id, channels.c.dropped_at).where(channels.c.dropped_at.is_not(None))
+    )
+    return {row.id: _utc_iso(row.dropped_at) for row in rows}
+
+
+def _utc_iso(moment: Any) -> str:
+    return str(moment.isoformat() if moment.tzinfo else moment.replace(tzinfo=UTC).isoformat())
 
 
 def channel_targets(connection: Connection) -> dict[str, str]:

@@ -66,7 +66,7 @@ from sqlalchemy import (
 )
 
 from exchange.db.engine import is_postgres, transaction
-from exchange.db.on_channels import Channel, channel_ids, on
+from exchange.db.on_channels import Channel, account_ids, channel_ids, on
 from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
 from exchange.domain.search_key import search_key
 from exchange.domain.states import State
@@ -92,7 +92,7 @@ class DbSentTimes:
         found: dict[str, set[float]] = {}
         d = deliveries.c
         with self.engine.connect() as connection:
-            ids = channel_ids(connection, self.channel)
+            ids = account_ids(connection, self.channel)  # the account's hour
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
                     select(aggregates.c.sku, d.updated_at)
@@ -152,7 +152,11 @@ class DbSentTimes:
                 pairs = {(offer, sku) for sku, offer in offers.items()}
                 held = taken(connection, ids, pairs, list(prefixes), by_article)
                 lost = {s: held[(o, s)] for s, o in offers.items() if (o, s) in held}
-            counted = _hours(connection, ids, [s for s in wanted if s not in lost], moment, prefix)
+            # The account's hour: a dropped channel of this name counts too (``account_ids``).
+            hour_ids = account_ids(connection, self.channel)
+            counted = _hours(
+                connection, hour_ids, [s for s in wanted if s not in lost], moment, prefix
+            )
             going: list[str] = []
             for sku in wanted:
                 if sku in lost:
@@ -268,12 +272,20 @@ class DbSentTimes:
     def receipts_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
     ) -> dict[str, list[str]]:
+        """Per SKU, the receipts beginning with ``prefix`` (Ozon's refusals for the hour) of
+        its deliveries updated since ``moment`` on the account's channels (``account_ids``: a
+        refusal on a channel dropped since still holds the product's hour)."""
         return self._receipts(
-            skus, moment, deliveries.c.receipt.startswith(prefix, autoescape=True)
+            skus, moment, deliveries.c.receipt.startswith(prefix, autoescape=True), account=True
         )
 
     def _receipts(
-        self, skus: Iterable[str], moment: datetime, matching: ColumnElement[bool]
+        self,
+        skus: Iterable[str],
+        moment: datetime,
+        matching: ColumnElement[bool],
+        *,
+        account: bool = False,
     ) -> dict[str, list[str]]:
         """Per SKU, the receipts ``matching`` of its deliveries on the channel updated since
         ``moment`` (any state)."""
@@ -281,7 +293,7 @@ class DbSentTimes:
         found: dict[str, list[str]] = {}
         d = deliveries.c
         with self.engine.connect() as connection:
-            ids = channel_ids(connection, self.channel)
+            ids = (account_ids if account else channel_ids)(connection, self.channel)
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
                     select(aggregates.c.sku, d.receipt)

@@ -35,6 +35,7 @@ from exchange.db.on_channels import (
     channel_names,
     listed,
     on,
+    removed_at,
     targets_by_id,
 )
 from exchange.db.schema import aggregates, cml_catalog, deliveries, history, messages
@@ -281,6 +282,7 @@ def find(
         .all()
     )
     names, targets = channel_names(connection), targets_by_id(connection)
+    removed = removed_at(connection)
     kinds = {r["kind"] for r in rows if _nowhere(r)}
     untaken = set(untaken_kinds(connection, sorted(kinds))) if kinds else set()
     starts = seed_from(connection, [r["message_id"] for r in rows if _nowhere(r)])
@@ -291,6 +293,9 @@ def find(
             "channel": names.get(r["channel_id"]) if r["channel_id"] is not None else None,
             # its target: a marketplace's reason in the marketplace's words
             "target": targets.get(r["channel_id"]) if r["channel_id"] is not None else None,
+            # when its channel was dropped (None: a live channel's): a name added again later
+            # is another channel, whose delivery is the one that goes (review ozon 34b)
+            "channel_removed_at": removed.get(r["channel_id"]),
             "kind": r["kind"],
             "aggregate": r["aggregate"],
             "version": r["version"],
@@ -356,7 +361,17 @@ DELIVERY_FACTS = (
     "last_error",
     "target",
     "updated_at",
+    "channel_removed_at",
 )
+
+
+def delivery_key(row: dict[str, Any]) -> str:
+    """A delivery's channel as ``by_message`` keys it: its name, and for a dropped channel's
+    ``NAME (removed <when dropped>)``, never the bare name a channel added again under it
+    has (review ozon 34b: the removed one's ``cancelled`` overwrote the live one's)."""
+    name = str(row["channel"])
+    removed = row.get("channel_removed_at")
+    return f"{name} (removed {removed})" if removed else name
 
 
 def by_message(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -364,20 +379,32 @@ def by_message(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     as one object per message, in their order: contract 6's ``find --json``.
 
     The message's facts, and its ``state`` as ``history`` says it: its delivery's on its
-    first channel (the oldest registered that has one; with ``--channel``, that channel's),
+    first live channel (the oldest registered and not dropped that has one, else the oldest
+    dropped one; with ``--channel``, that channel's),
     named by ``channel``, with that delivery's facts beside it (``reason``, ``attempts``,
     ``last_error``, …); a rejected record's own state; ``null`` for a message on no channel.
     ``deliveries``: its state on each channel, ``{channel: state}``; ``channels``: each
-    delivery's facts by its channel (``DELIVERY_FACTS``). Both are empty for a rejected
-    record (no channel's) and for a message on no channel."""
+    delivery's facts by its channel (``DELIVERY_FACTS``), a dropped channel's under
+    ``delivery_key``'s ``NAME (removed …)``. Both are empty for a rejected record (no
+    channel's) and for a message on no channel."""
     found: dict[str, dict[str, Any]] = {}
     for row in rows:
         message = found.get(row["message_id"])
         if message is None:
             message = found[row["message_id"]] = {**row, "deliveries": {}, "channels": {}}
+        elif (
+            message.get("channel_removed_at")
+            and row["channel"]
+            and not row.get("channel_removed_at")
+        ):
+            # a live channel's delivery says the message's state, not a dropped one's
+            kept = {"deliveries": message["deliveries"], "channels": message["channels"]}
+            message.clear()
+            message.update({**row, **kept})
         if row["channel"] is not None:
-            message["deliveries"][row["channel"]] = row["state"]
-            message["channels"][row["channel"]] = {fact: row[fact] for fact in DELIVERY_FACTS}
+            key = delivery_key(row)
+            message["deliveries"][key] = row["state"]
+            message["channels"][key] = {fact: row[fact] for fact in DELIVERY_FACTS}
     return list(found.values())
 
 

@@ -29,6 +29,7 @@ from exchange.db.on_channels import (
     channel_names,
     listed,
     on,
+    removed_at,
     targets_by_id,
 )
 from exchange.db.schema import (
@@ -1171,18 +1172,21 @@ def _delivery_words(
 
 
 def biography(connection: Connection, message_id: str, channel: Channel = None) -> dict[str, Any]:
-    """A message and its history: its delivery on ``channel`` (the first channel's of those
-    it has for None; a rejected record's own state), and the history of that delivery and of
-    intake (every channel's for None)."""
+    """A message and its history: its delivery on ``channel`` (for None, the first live
+    channel's of those it has, else the first dropped one's; a rejected record's own state),
+    and the history of that delivery and of intake (every channel's for None). A dropped
+    channel's events and delivery carry ``channel_removed_at`` (review ozon 34b: a name added
+    again is another channel)."""
     ids = channel_ids(connection, channel)
     m = listed(ids, homeless=True)  # contract 1: a message no channel took is found too
-    row = (
-        connection.execute(
-            select(m).where(m.c.message_id == message_id).order_by(m.c.channel_id).limit(1)
-        )
+    removed = removed_at(connection)
+    rows = (
+        connection.execute(select(m).where(m.c.message_id == message_id).order_by(m.c.channel_id))
         .mappings()
-        .first()
+        .all()
     )
+    live = [r for r in rows if r["channel_id"] not in removed]
+    row = (live or rows)[0] if rows else None
     if row is None:
         raise OperatorError(f"no message with id {message_id!r}")
     events = select(history).where(history.c.message_pk == row["id"])
@@ -1195,6 +1199,7 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             "at": _iso(e["at"]),
             # contract 13: the delivery's channel; None for intake's own events
             "channel": names.get(e["channel_id"]) if e["channel_id"] is not None else None,
+            "channel_removed_at": removed.get(e["channel_id"]),
             "event": e["event"],
             "from": e["from_state"],
             "to": e["to_state"],
@@ -1217,6 +1222,7 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
         "message": {
             "message_id": row["message_id"],
             "channel": names.get(row["channel_id"]) if row["channel_id"] is not None else None,
+            "channel_removed_at": removed.get(row["channel_id"]),
             "kind": row["kind"],
             "aggregate": row["aggregate"],
             "version": row["version"],
@@ -1262,6 +1268,7 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
     rows = connection.execute(
         select(
             channels.c.name,
+            channels.c.dropped_at,
             deliveries.c.state,
             deliveries.c.reason,
             deliveries.c.attempts,
@@ -1275,13 +1282,15 @@ def on_every_channel(connection: Connection, pk: int) -> list[dict[str, Any]]:
     return [
         {
             "channel": name,
+            # a dropped channel's (None: a live one's): its name may be a live channel's too
+            "channel_removed_at": _iso(dropped_at),
             "state": state,
             "reason": reason,
             "attempts": attempts,
             "updated_at": _iso(updated_at),
             **waits_said(wait),
         }
-        for name, state, reason, attempts, updated_at, wait in rows
+        for name, dropped_at, state, reason, attempts, updated_at, wait in rows
     ]
 
 

@@ -33,7 +33,7 @@ from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import MemoryArticles
 from exchange.targets.ozon.target import SPLITS, OzonTarget
 from exchange.targets.prices import MemoryKnownPrices, MemoryWaitingPrices
-from exchange.words import detail_words
+from exchange.words import detail_words, error_words
 
 CLIENT, KEY = "836741", "ozon-key"
 T = TypeVar("T")
@@ -878,3 +878,36 @@ def test_a_product_ozon_never_priced_reads_no_price_yet_never_price_0(
     _print(Verification("ozon", held, []), False, marketplace=True)
     row = next(line for line in capsys.readouterr().out.splitlines() if "SKU-9" in line)
     assert "цены ещё нет" in row and " 0 " not in f"{row} ", row
+
+
+@pytest.mark.parametrize("message", ["wrapped", "plain"])
+def test_ozons_limit_refusal_says_its_hourly_limit_never_a_number_it_did_not_say(
+    ozon: OzonSimulator, message: str
+) -> None:
+    """Review ozon 34b: Ozon refused the 3rd update of a product (its limit was 2 there) and
+    the words said "more than 10 price updates"; and the refusal read "waits: Ozon refused
+    it…" where the product held after it read "held: …". Whichever message Ozon wraps it in,
+    both say "held: Ozon refused an update of this product for its hourly limit", in English
+    and in Russian, with no number Ozon did not give."""
+    ozon.limits.item_limit = 2
+    ozon.switches.limit_message = message  # type: ignore[assignment]
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        said = []
+        for v in range(1, 5):
+            said += await t.send([price("SKU-1", v, f"{100 + v}.00")])
+            ozon.clock.advance(60)
+        return said
+
+    first, second, refused, newer = run(target(ozon), scenario)
+    assert {first.verdict, second.verdict} == {Verdict.DELIVERED}
+    for held in (refused, newer):
+        assert held.verdict is Verdict.AWAITING
+        assert held.detail.startswith(
+            "held: Ozon refused an update of this product for its hourly limit"
+        ), held.detail
+        assert "10" not in held.detail, held.detail
+        ru = error_words(held.detail, "ru")
+        assert ru.startswith("ждёт: Ozon отказал в обновлении этого товара"), ru
+        assert "10" not in ru and "held" not in ru, ru
+    assert "acquire limit per item" in refused.detail  # Ozon's own words, quoted

@@ -149,7 +149,9 @@ def item_answer(result: Any) -> ItemAnswer:
         return ItemAnswer(
             Classification(
                 Verdict.AWAITING,
-                "Ozon: more than 10 price updates of this product within an hour "
+                # Ozon's hourly limit as Ozon names it, never a number it did not say
+                # (review ozon 34b: its limit may be another than 10)
+                "Ozon: over Ozon's hourly limit of price updates of this product "
                 "(error limiting: acquire limit per item)",
                 http_status=200,
                 error_class="OzonItemLimit",

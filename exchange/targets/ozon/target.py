@@ -853,16 +853,18 @@ class OzonTarget:
         every sender's updates, not this service's sends); neither: held by this target's own
         count of its sends within the hour."""
         wait = max(1, math.ceil(seconds))
+        # Ozon's refusal in Ozon's terms (its hourly limit, as its message names it: never a
+        # number it did not say), and "held:" as every hold of the hour reads, whichever
+        # message Ozon wrapped it in (review ozon 34b).
         if refused:
             said = (
-                "Ozon refused it: more than 10 price updates of this product within an hour; "
-                f"tried once more in {wait} s, not charged"
+                "held: Ozon refused an update of this product for its hourly limit (error "
+                f"limiting: acquire limit per item); tried once more in {wait} s, not charged"
             )
         elif after_refusal:
             said = (
-                "held: Ozon refused an update of this product for its limit of 10 price updates "
-                "an hour (Ozon counts every sender's updates); "
-                f"goes in {wait} s, not charged"
+                "held: Ozon refused an update of this product for its hourly limit (Ozon counts "
+                f"every sender's updates); goes in {wait} s, not charged"
             )
         else:
             said = (
