@@ -73,7 +73,7 @@ def make_worker(db_url: str, engine: Engine, sim: WbSimulator, token: str, name:
         target="wildberries",
         wb_api_url=sim.url,
         wb_token=token,
-        batch_size="20",
+        batch_size="5",
         max_attempts=10,
     ).model_copy(update={"worker_id": name})
     target = WildberriesTarget(

@@ -369,6 +369,8 @@ class WildberriesTarget:
         # The token WB refused (401/403) at a health check, when, and its answer.
         self._refused: tuple[str | None, datetime, Classification] | None = None
         self._rebuild_lock: asyncio.Lock | None = None
+        self._poll_lock: asyncio.Lock | None = None
+        self._poll_loop: asyncio.AbstractEventLoop | None = None
         self._rebuild_loop: asyncio.AbstractEventLoop | None = None
         self.requests_sent = 0
         # Withheld versions whose good left WB's quarantine at another price, by message id:
@@ -1517,7 +1519,22 @@ class WildberriesTarget:
         a poll each (review wbstall finding 1). ``urgent``: a newer price of the task's good
         waits for its outcome: the poll is that upload's own first request, and takes its
         token in the uploads' turn (``_poll_token``), never put off behind the uploads it
-        would let go."""
+        would let go.
+
+        One poll of this worker at a time (``_polling``): a poll of a pending task may be
+        answered 400 and counted as ten requests (research §2.3, §8), and a second one sent
+        before that answer came would meet a 429 (review wb4xx34); after it, the next poll
+        takes its token from the bucket that answer charged (or finds its task ended)."""
+        ended = self._ended.get(upload_id)
+        if ended is not None:
+            return _outcome(ended[1], size)
+        async with self._polling():
+            return await self._poll_alone(upload_id, uploaded_at, size, urgent=urgent)
+
+    async def _poll_alone(
+        self, upload_id: int, uploaded_at: datetime, size: int, *, urgent: bool
+    ) -> _Processed | str:
+        """``_poll``, its turn come."""
         ended = self._ended.get(upload_id)
         if ended is not None:
             return _outcome(ended[1], size)
@@ -1658,6 +1675,13 @@ class WildberriesTarget:
         return read_at is None or self.clock() - read_at >= timedelta(
             seconds=self.catalogue_refresh
         )
+
+    def _polling(self) -> asyncio.Lock:
+        """The polls' turn (``_poll``), made in the running loop."""
+        loop = asyncio.get_running_loop()
+        if self._poll_lock is None or self._poll_loop is not loop:
+            self._poll_lock, self._poll_loop = asyncio.Lock(), loop
+        return self._poll_lock
 
     def _rebuilding(self) -> asyncio.Lock:
         """The catalogue's rebuild lock, made in the running loop (a target outlives the event
