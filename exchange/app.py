@@ -140,11 +140,13 @@ def wildberries_target(
 ) -> WildberriesTarget:
     from exchange.db.articles import DbArticles
     from exchange.db.sent_times import DbSentTimes
+    from exchange.db.target_lock import DbHold
     from exchange.db.wb_store import DbWbStore
     from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.marketplace.holders import NO_HOLDERS
     from exchange.targets.wildberries.store import MemoryWbStore, WbStore
     from exchange.targets.wildberries.target import WildberriesTarget
+    from exchange.targets.wildberries.token import account_key
 
     def token() -> str | None:
         return settings.secret("wb_token")
@@ -177,6 +179,11 @@ def wildberries_target(
         transport=transport,
         refused_wait=settings.retry_max_delay,
         channel_said=channel_said(settings),
+        # The Prices limit is the seller account's (§2.3): a 4xx charged as ten or a 429 one
+        # worker heard, every worker of the token waits out (``Budget.shared_with``).
+        account_hold=(lambda key: DbHold(engine, f"wb budget:{account_key(key)}"))
+        if engine is not None
+        else None,
     )
 
 

@@ -25,13 +25,32 @@ off: False) instead, nothing taken, and the target hands the prices back uncharg
 when the bar has passed: a wait inside a send never holds a worker past its stop (SIGTERM,
 ``--max-seconds``), since the worker lets the sends in flight finish (as the Yandex Market
 target's budget, yandex_market/pace.py).
+
+What one worker learns of the account's bucket, the others keep too (review wb4xx34: a 4xx
+charged as ten was kept by the worker that heard it alone, and each was followed by about one
+429 per other worker): a 4xx charged as ten, or a 429, makes the worker that heard it write a
+hold (``SharedHold``, a ``target_locks`` row per WB token: ``shared_with``) until the moment its
+own bucket says the account's holds a request again (``back_at``, the one place of that
+decision); every worker reads the hold right before it takes a token (one read a request) and
+keeps it as a bar of its own (``held``): the worker that heard it goes first at its end, the
+others each a token of their share later, at moments spread (``after_hold``), so that two never
+go at once into a bucket holding about one request. Best effort: the database unreadable or
+unwritten, each keeps its own bucket, as before. What remains: a request another worker sent
+while the 4xx was on its way back (a 429, waited out, not charged).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
+
+log = logging.getLogger(__name__)
 
 SAFETY = 0.99
 # The share of the rate polls keep while uploads go: enough that a task once uploaded is read
@@ -57,6 +76,26 @@ class Later(Exception):
         self.seconds = seconds
 
 
+def back_at(now: float, tokens: float, rate: float, barred_until: float) -> float:
+    """The moment (on ``now``'s clock) a bucket holding ``tokens`` at ``now``, refilled at
+    ``rate`` a second, holds a request again (one token) and no 429's bar holds it: the end of
+    the hold a worker writes for the others after a 4xx charged as ten or a 429."""
+    return max(barred_until, now + max(0.0, (1.0 - tokens) / rate))
+
+
+def after_hold(now: float, until: float, rate: float, draw: float) -> float:
+    """The most tokens at ``now`` a worker's bucket (refilled at ``rate``) keeps for another
+    worker's hold lasting until ``until``: its next token comes ``1 + draw`` tokens' time
+    after it (``draw`` in [0, 1)), once the worker that heard the 4xx has gone (its bucket,
+    ``back_at``, holds one token then: WB's about one) and at moments spread among the
+    others."""
+    return -draw - (until - now) * rate
+
+
+# Two moments of a hold read back this close are the same hold (the database's precision).
+_SAME = timedelta(milliseconds=1)
+
+
 class _Bucket:
     def __init__(self, rate: float, burst: float, now: float) -> None:
         self.rate, self.burst, self.tokens, self.at = rate, burst, burst, now
@@ -80,9 +119,22 @@ class Budget:
         poll_share: float = POLL_SHARE,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = asyncio.sleep,
+        wall: Callable[[], float] = time.time,
+        draw: Callable[[], float] = random.random,
     ) -> None:
+        """``monotonic`` and ``sleep``: the budget's clock and its wait; ``wall``: the clock
+        of the hold the workers share (seconds since the epoch, as every worker reads it);
+        ``draw``: a number in [0, 1) spreading the workers' first requests after another's
+        hold (``after_hold``)."""
         self._now = monotonic
         self._sleep = sleep
+        self._wall = wall
+        # The account's hold the channel's workers share (``shared_with``); none by default.
+        self._others: Callable[[], SharedHold] = lambda: NO_SHARED_HOLD
+        self._tell = False  # a 4xx charged as ten or a 429 heard: the others are to hear it
+        self._wrote: datetime | None = None  # the end of the last hold this worker wrote
+        self._heard = -float("inf")  # the end of the last hold of another this one kept
+        self._draw = draw
         now = monotonic()
         # A little under WB's rate: the bucket at WB counts from when a request arrives, and a
         # token counted here to the millisecond may not be there yet (a 429 costs more).
@@ -148,6 +200,8 @@ class Budget:
                 while True:
                     now = self._now()
                     wait = max(self.barred_until - now, self.shared.wait(now))
+                    if wait <= 0 and not await self._may_go():
+                        continue  # held meanwhile: waited out as a bar of this one's
                     if wait <= 0:
                         self.shared.tokens -= 1.0
                         self.taken[kind] += 1
@@ -211,6 +265,8 @@ class Budget:
             while True:
                 now = self._now()
                 shared = max(self.barred_until - now, self.shared.wait(now))
+                if shared <= 0 and not await self._may_go():
+                    continue  # held meanwhile: waited out as a bar of this one's
                 if shared <= 0:
                     self.shared.tokens -= 1.0
                     self.taken["poll"] += 1
@@ -268,6 +324,7 @@ class Budget:
         if left is not None and left > 0:
             return
         now = self._now()
+        self._tell = True
         debt = (FOUR_XX_WEIGHT - 1) / self.workers
         self.shared.refill(now)
         self.shared.tokens -= debt
@@ -280,6 +337,74 @@ class Budget:
         bucket is taken as empty (WB's was)."""
         now = self._now()
         self.refusals += 1
+        self._tell = True
         self.barred_until = max(self.barred_until, now + retry_s)
         self.shared.refill(now)
         self.shared.tokens = min(self.shared.tokens, 0.0)
+
+    # -- the account's hold, shared by the channel's workers ---------------------------------
+
+    def shared_with(self, hold: Callable[[], SharedHold]) -> None:
+        """``hold``: the account's hold the channel's workers share (the token's: it is read
+        again at each request, a new token file naming another account)."""
+        self._others = hold
+
+    def held(self, until: float) -> None:
+        """Another worker's hold ends at ``until`` (this budget's clock; it may have passed):
+        no request before it, nor before this bucket's next token after it (``after_hold``:
+        the worker that heard the 4xx goes first, the others each a token of its share later
+        and at moments spread, so that two never go at once into a bucket holding about one
+        request; a worker that reads it only after its end keeps the same)."""
+        now = self._now()
+        self.barred_until = max(self.barred_until, until)
+        if abs(until - self._heard) > 1e-3:  # once a hold (read again at each request)
+            self._heard = until
+            self.shared.refill(now)
+            cap = after_hold(now, until, self.shared.rate, self._draw())
+            self.shared.tokens = min(self.shared.tokens, cap)
+
+    async def _may_go(self) -> bool:
+        """Right before a token is taken (the lock held, a token there): the account's hold
+        read (``_hear_others``), whether the request may go still. False when the hold holds
+        it, or an answer heard while it was read charged the bucket (a 4xx of a request in
+        flight): the caller looks again."""
+        await self._hear_others()
+        now = self._now()
+        return max(self.barred_until - now, self.shared.wait(now)) <= 0
+
+    async def _hear_others(self) -> None:
+        """The account's hold read right before a token is taken (one read a request), kept
+        (``held``). Unreadable, this worker's own bucket stands."""
+        hold = self._others()
+        if hold is NO_SHARED_HOLD:
+            return
+        try:
+            until = await asyncio.to_thread(hold.until)
+        except Exception:  # the service's database: read again at the next request
+            return
+        if until is None or (self._wrote is not None and abs(until - self._wrote) < _SAME):
+            return  # never held, or this worker's own (its bucket says as much)
+        self.held(self._now() + (until.timestamp() - self._wall()))
+
+    async def tell_others(self) -> None:
+        """After an answer: when it was a 4xx charged as ten or a 429, the hold the other
+        workers keep is written until this bucket says the account's holds a request again
+        (``back_at``). Best effort: unwritten, the others hear WB themselves."""
+        if not self._tell:
+            return
+        self._tell = False
+        hold = self._others()
+        if hold is NO_SHARED_HOLD:
+            return
+        now = self._now()
+        self.shared.refill(now)
+        back = back_at(now, self.shared.tokens, self.shared.rate, self.barred_until)
+        until = datetime.fromtimestamp(self._wall() + (back - now), UTC)
+        self._wrote = until
+        try:
+            await asyncio.to_thread(hold.hold, until)
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Wildberries: the limit's wait could not be told to the other workers (%s)",
+                type(exc).__name__,
+            )

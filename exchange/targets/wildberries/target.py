@@ -85,6 +85,7 @@ from exchange.targets.base import (
 )
 from exchange.targets.marketplace import items
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
 from exchange.targets.marketplace.holders import NO_HOLDERS, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.wildberries import answers
@@ -330,6 +331,7 @@ class WildberriesTarget:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_goods: int = MAX_GOODS,
         channel_said: str | None = None,
+        account_hold: Callable[[str], SharedHold] | None = None,
     ) -> None:
         """``first_poll``: seconds from an upload to the first look at its task; ``poll_every``:
         between looks; ``task_timeout``: how long a task WB does not show yet counts as
@@ -343,7 +345,9 @@ class WildberriesTarget:
         one WB's price quarantine holds for its good (``_behind_quarantine``); ``max_goods``:
         goods an upload at most (WB's 1,000; fewer for a bench whose limits are lowered).
         ``channel_said``: what its words call the channel (``Channel.said``: "channel wb
-        (Wildberries)" under EXCHANGE_CHANNELS); without it, the marketplace's name."""
+        (Wildberries)" under EXCHANGE_CHANNELS); without it, the marketplace's name.
+        ``account_hold``: the hold the channel's workers share for the account of a token
+        (``Budget.shared_with``; ``exchange.db.target_lock.DbHold``); none without."""
         self.url = url.rstrip("/")
         self._token_source = token
         self._token = self._read_token()
@@ -364,6 +368,10 @@ class WildberriesTarget:
         self.one_sku = OneSkuAGood(holders, ("wb-task:", REPLAY_RECEIPT), "Wildberries")
         self.catalogue_refresh = catalogue_refresh
         self.budget = budget or Budget()
+        self._account_hold = account_hold
+        self._hold: tuple[str, SharedHold] | None = None  # the current token's
+        if account_hold is not None:
+            self.budget.shared_with(self._shared_hold)
         self.first_poll, self.poll_every = first_poll, poll_every
         self.task_timeout, self.poll_at_once = task_timeout, poll_at_once
         self.lost_hold = task_timeout if lost_hold is None else lost_hold
@@ -385,6 +393,8 @@ class WildberriesTarget:
         # The token WB refused (401/403) at a health check, when, and its answer.
         self._refused: tuple[str | None, datetime, Classification] | None = None
         self._rebuild_lock: asyncio.Lock | None = None
+        self._poll_lock: asyncio.Lock | None = None
+        self._poll_loop: asyncio.AbstractEventLoop | None = None
         self._rebuild_loop: asyncio.AbstractEventLoop | None = None
         self.requests_sent = 0
         # Withheld versions whose good left WB's quarantine at another price, by message id:
@@ -400,6 +410,16 @@ class WildberriesTarget:
         """The channel's live workers spend the seller account's budget together (§2.3):
         this target keeps its share (``Budget.share``)."""
         self.budget.share(workers)
+
+    def _shared_hold(self) -> SharedHold:
+        """The hold of the account the current token names (one a token: the account's
+        limit is its seller's, and a token is what the worker knows of the seller)."""
+        token = self._token
+        if token is None or self._account_hold is None:
+            return NO_SHARED_HOLD
+        if self._hold is None or self._hold[0] != token:
+            self._hold = (token, self._account_hold(token))
+        return self._hold[1]
 
     def _read_token(self) -> str | None:
         token = self._token_source()
@@ -1609,7 +1629,22 @@ class WildberriesTarget:
         a poll each (review wbstall finding 1). ``urgent``: a newer price of the task's good
         waits for its outcome: the poll is that upload's own first request, and takes its
         token in the uploads' turn (``_poll_token``), never put off behind the uploads it
-        would let go."""
+        would let go.
+
+        One poll of this worker at a time (``_polling``): a poll of a pending task may be
+        answered 400 and counted as ten requests (research §2.3, §8), and a second one sent
+        before that answer came would meet a 429 (review wb4xx34); after it, the next poll
+        takes its token from the bucket that answer charged (or finds its task ended)."""
+        ended = self._ended.get(upload_id)
+        if ended is not None:
+            return _outcome(ended[1], size)
+        async with self._polling():
+            return await self._poll_alone(upload_id, uploaded_at, size, urgent=urgent)
+
+    async def _poll_alone(
+        self, upload_id: int, uploaded_at: datetime, size: int, *, urgent: bool
+    ) -> _Processed | str:
+        """``_poll``, its turn come."""
         ended = self._ended.get(upload_id)
         if ended is not None:
             return _outcome(ended[1], size)
@@ -1750,6 +1785,13 @@ class WildberriesTarget:
         return read_at is None or self.clock() - read_at >= timedelta(
             seconds=self.catalogue_refresh
         )
+
+    def _polling(self) -> asyncio.Lock:
+        """The polls' turn (``_poll``), made in the running loop."""
+        loop = asyncio.get_running_loop()
+        if self._poll_lock is None or self._poll_loop is not loop:
+            self._poll_lock, self._poll_loop = asyncio.Lock(), loop
+        return self._poll_lock
 
     def _rebuilding(self) -> asyncio.Lock:
         """The catalogue's rebuild lock, made in the running loop (a target outlives the event
@@ -2022,6 +2064,9 @@ class WildberriesTarget:
         self._pacer.done(sent_at, response.status_code, retry)
         if response.status_code == 429:
             self.budget.refused(_seconds(retry))
+        # A 4xx charged as ten, or a 429: the channel's other workers keep it too.
+        await self.budget.tell_others()
+        if response.status_code == 429:
             if what == "poll":
                 return response
             raise _Answer(answers.whole(response, what))

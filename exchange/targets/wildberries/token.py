@@ -6,6 +6,7 @@ request what the token may do; the token itself is never logged nor put in a det
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,3 +49,9 @@ def claims(token: str) -> Claims | None:
         bool(scopes & READ_ONLY_BIT),
         expires,
     )
+
+
+def account_key(token: str) -> str:
+    """What names the token's account where the workers share its limit (a ``target_locks``
+    row): a digest of the token, never the token itself."""
+    return hashlib.sha256(token.strip().encode()).hexdigest()[:16]
