@@ -160,4 +160,7 @@ def test_a_4xx_one_worker_heard_holds_the_other_worker_too(
         good = wb.by_vendor_code(f"SKU-{n:03d}")
         assert good is not None and good.price == 1100 + n, said
     assert fours >= 5, f"WB answered too few 4xx to tell: {said}"
-    assert refused <= 0.05 * len(answers), said
+    # ~36 requests: one 429 is some 3 %; a 4xx still on its way back while the other worker's
+    # request leaves (10-20 ms, more on a loaded machine) may cost a second one. The old code
+    # met one a 4xx (7 of 43): two is the bound that tells them apart without flaking.
+    assert refused <= max(2, 0.05 * len(answers)), said
