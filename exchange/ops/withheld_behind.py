@@ -17,7 +17,7 @@ from exchange.domain.states import State
 from exchange.i18n import Lang, _, ngettext
 from exchange.queue import withheld as withheld_rows
 from exchange.queue.withheld import Newer, Withheld
-from exchange.targets.wildberries.behind import waits_behind
+from exchange.targets.marketplace.behind import waits_behind
 from exchange.words import detail_words
 
 
