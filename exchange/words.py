@@ -663,6 +663,19 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"name at least one withheld message", N_("name at least one withheld message")),
         (
+            # exchange/delivery/withheld.py: a newer version not delivered yet (review ym34)
+            r"a newer price from 1C waits to go to this channel after the withheld one, not "
+            r"delivered yet: (?P<pairs>.*); releasing the older could put it live over the "
+            r"newer: let the newer land \(exchange status says what it waits for\), or release "
+            r"the newest when the channel withholds it",
+            N_(
+                "a newer price from 1C waits to go to this channel after the withheld one, not "
+                "delivered yet: {pairs}; releasing the older could put it live over the newer: "
+                "let the newer land (exchange status says what it waits for), or release the "
+                "newest when the channel withholds it"
+            ),
+        ),
+        (
             # exchange/delivery/withheld.py: a release of a superseded version (review 32)
             r"a newer price went to this channel after the withheld one: (?P<pairs>.*); "
             r"releasing the older could put it live over the newer: release the newest when "
