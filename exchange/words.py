@@ -665,6 +665,19 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"name at least one withheld message", N_("name at least one withheld message")),
         (
+            # exchange/delivery/withheld.py: a newer version not delivered yet (review ym34)
+            r"a newer price from 1C waits to go to this channel after the withheld one, not "
+            r"delivered yet: (?P<pairs>.*); releasing the older could put it live over the "
+            r"newer: let the newer land \(exchange status says what it waits for\), or release "
+            r"the newest when the channel withholds it",
+            N_(
+                "a newer price from 1C waits to go to this channel after the withheld one, not "
+                "delivered yet: {pairs}; releasing the older could put it live over the newer: "
+                "let the newer land (exchange status says what it waits for), or release the "
+                "newest when the channel withholds it"
+            ),
+        ),
+        (
             # exchange/delivery/withheld.py: a release of a superseded version (review 32)
             r"a newer price went to this channel after the withheld one: (?P<pairs>.*); "
             r"releasing the older could put it live over the newer: release the newest when "
@@ -2447,6 +2460,22 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "Yandex Market took offer {o} and withholds its price in its price quarantine ({v}): "
             "release it with `exchange withheld release`, or in the cabinet"
+        ),
+    ),
+    (
+        # targets/yandex_market/answers.py ``behind_words`` (review ym34)
+        r"Yandex Market holds value=(?P<v>\S+) for offer (?P<o>.+?) already, but its price "
+        r"quarantine still holds (?P<h>.+) for it: confirmed in the cabinet, it would replace "
+        r"(?P=v)\. The seller should not confirm it but leave it, or set (?P=v) in the cabinet "
+        r"\(a correct price releases the quarantine\); this price waits, uncharged, until the "
+        r"quarantine no longer lists the offer, and is sent again over the held one should "
+        r"that be confirmed",
+        N_(
+            "Yandex Market holds value={v} for offer {o} already, but its price quarantine still "
+            "holds {h} for it: confirmed in the cabinet, it would replace {v}. The seller should "
+            "not confirm it but leave it, or set {v} in the cabinet (a correct price releases "
+            "the quarantine); this price waits, uncharged, until the quarantine no longer lists "
+            "the offer, and is sent again over the held one should that be confirmed"
         ),
     ),
     (

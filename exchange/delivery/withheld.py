@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, channel_names
+from exchange.domain.states import State
 from exchange.errors import OperatorError
 from exchange.queue import withheld
 from exchange.queue.withheld import Withheld
@@ -155,9 +156,18 @@ async def release(
         raise OperatorError(f"only withheld messages can be released: {', '.join(not_withheld)}")
     rows = [w for w in found.values() if isinstance(w, Withheld)]
     with transaction(engine, read_only=True) as connection:
-        newer = withheld.newer_on_channel(connection, rows)
+        newer = withheld.newest_newer(connection, rows)
+    waiting = {o: n.message_id for o, n in newer.items() if n.state != State.DELIVERED.value}
+    if waiting:  # not delivered yet: never said to have gone (review ym34 finding 2)
+        pairs = ", ".join(f"{old} → {new}" for old, new in waiting.items())
+        raise OperatorError(
+            f"a newer price from 1C waits to go to this channel after the withheld one, not "
+            f"delivered yet: {pairs}; releasing the older could put it live over the newer: "
+            "let the newer land (exchange status says what it waits for), or release the "
+            "newest when the channel withholds it"
+        )
     if newer:
-        pairs = ", ".join(f"{old} → {new}" for old, new in newer.items())
+        pairs = ", ".join(f"{old} → {new.message_id}" for old, new in newer.items())
         raise OperatorError(
             f"a newer price went to this channel after the withheld one: {pairs}; releasing "
             "the older could put it live over the newer: release the newest when the channel "

@@ -600,6 +600,13 @@ class YmSimulator(LoopbackServer):
             offer = self._offer(offer_id)
             offer.live, offer.updated_at = Price(value), self.clock.wall_now()
 
+    def price_in_cabinet(self, offer_id: str, value: Decimal) -> None:
+        """The seller sets the offer's price in the cabinet: live at once, and the quarantine
+        released (§3.4: "or set a correct price"), as a price that passes does."""
+        with self._state:
+            self.settle()
+            self._go_live(self._offer(offer_id), Price(value), self.clock.wall_now())
+
     # -- the model ------------------------------------------------------------------------------
 
     def _offer(self, offer_id: str) -> Offer:

@@ -202,15 +202,6 @@ def newest_newer(connection: Connection, rows: Sequence[Withheld]) -> dict[str, 
     return newer
 
 
-def newer_on_channel(connection: Connection, rows: Sequence[Withheld]) -> dict[str, str]:
-    """For each of ``rows`` whose aggregate has a newer version on the same channel that is not
-    cancelled (``newest_newer``): that newer version's ``message_id``, the newest. A release
-    of the older one could put it live over the newer (review 32: Yandex applied the
-    confirmation of 5000 after the correction 1050, §3.5 promises no order), so a person
-    releases the newest or lets it land."""
-    return {old: newer.message_id for old, newer in newest_newer(connection, rows).items()}
-
-
 def unknown(connection: Connection, message_ids: Sequence[str]) -> list[str]:
     """Those of ``message_ids`` that are no message at all (in the order given): a release
     names them as no such message, never as withheld on no channel."""

@@ -258,7 +258,9 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
     )
     assert refused.returncode == 2, describe(refused)
     assert f"{older} → {newest}" in refused.stderr, describe(refused)
-    assert "newer price went to this channel" in refused.stderr, describe(refused)
+    # v3 never reached the site (quarantined here): it waits to go, never "went" (ym34)
+    assert "newer price from 1C waits to go to this channel" in refused.stderr, describe(refused)
+    assert "went" not in refused.stderr, describe(refused)
     assert len(refused.stderr.strip().splitlines()) == 1, describe(refused)
     assert withholding_site.effect_counts().get(older, 0) == 0, "the channel was not asked"
     ru = cli(
@@ -271,7 +273,7 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
         site=withholding_site.url,
         env={"EXCHANGE_LANG": "ru"},
     )
-    assert ru.returncode == 2 and "ушла более новая" in ru.stderr, describe(ru)
+    assert ru.returncode == 2 and "ждёт отправки более новая" in ru.stderr, describe(ru)
     again = cli("quarantine", "retry", newest, "--note", "site back", "--yes", db=db_url)
     assert again.returncode == 0, describe(again)
     deliver_in_process(db_url, engine, withholding_site)  # v3 withheld in v2's place
@@ -279,6 +281,42 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
         "withheld", "release", newest, "--note", "checked", db=db_url, site=withholding_site.url
     )
     assert done.returncode == 0 and f"{newest}: delivered" in done.stdout, describe(done)
+
+
+def test_a_withheld_price_with_a_newer_one_waiting_on_a_paused_channel_is_said_not_to_confirm(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Review ym34 finding 2: a newer price waiting to go on a paused channel (never sent) made
+    ``withheld release`` of the held one say "a newer price went to this channel", and
+    ``withheld list --json`` said ``newer_waits_behind: false`` (only Wildberries' quarantine
+    wait counted). Now the refusal says the newer waits to go, the list says true, and
+    ``status`` says not to confirm the held price, on any channel."""
+    older = _withheld_v2(db_url, engine, withholding_site)
+    paused = cli("pause", "--note", "the shop moves", db=db_url)
+    assert paused.returncode == 0, describe(paused)
+    deliver_in_process(db_url, engine, withholding_site, [price_row("S1", 3, "9.00")])
+    with transaction(engine, read_only=True) as connection:
+        newest, state = connection.execute(
+            select(messages.c.message_id, messages.c.state).where(messages.c.version == 3)
+        ).one()
+    assert "new" == state, "never sent: the channel is paused"
+    listed = run_json(cli, "withheld", "list", "--json", db=db_url)
+    assert [(e["message_id"], e["newer_waits_behind"]) for e in listed] == [(older, True)]
+    refused = cli(
+        "withheld", "release", older, "--note", "checked", db=db_url, site=withholding_site.url
+    )
+    assert refused.returncode == 2, describe(refused)
+    assert f"{older} → {newest}" in refused.stderr, describe(refused)
+    assert "waits to go to this channel" in refused.stderr, describe(refused)
+    assert "went" not in refused.stderr, describe(refused)
+    table = cli("withheld", "list", db=db_url, env={"COLUMNS": "200"})
+    assert "waits to go to this channel, not delivered yet: do not confirm" in table.stdout, (
+        describe(table)
+    )
+    ru = cli("withheld", "list", db=db_url, env={"COLUMNS": "200", "EXCHANGE_LANG": "ru"})
+    assert "не подтверждайте" in ru.stdout, describe(ru)
+    status = run_json(cli, "status", "--json", db=db_url, code=1)
+    assert "withheld" in status["needs_person_causes"], status
 
 
 def test_status_says_how_many_withheld_it_leaves_out_and_withheld_list_lists_them_all(

@@ -517,6 +517,17 @@ def test_a_price_that_passes_ends_the_quarantine(ym: YmSimulator) -> None:
     assert Decimal(990) == read(ym, "A")["A"]["value"]
 
 
+def test_a_price_set_in_the_cabinet_ends_the_quarantine(ym: YmSimulator) -> None:
+    """§3.4: "or set a correct price" — set in the cabinet (``price_in_cabinet``), it is live
+    at once and the offer leaves the list, the price withheld never applied."""
+    update(ym, offer("A", 1000))
+    update(ym, offer("A", 100))
+    assert ["A"] == list(ym.quarantined())
+    ym.price_in_cabinet("A", Decimal(1000))
+    assert {} == ym.quarantined()
+    assert Decimal(1000) == read(ym, "A")["A"]["value"]
+
+
 # -- faults (research §3.3, §3.4) ----------------------------------------------------------------
 
 

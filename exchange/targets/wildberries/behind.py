@@ -4,12 +4,14 @@ their reading (``waits_behind``): here, apart from ``answers`` (which needs http
 
 from __future__ import annotations
 
+from exchange.targets.marketplace.behind import BEHIND as BEHIND
+from exchange.targets.marketplace.behind import waits_behind as waits_behind
+
 # A price in force that waits behind another which WB's price quarantine holds for its good
 # (``target._behind_quarantine``): the held price must not be confirmed (it would go live over
 # this one); the good is taken out of the quarantine at this price. The words the wait's
 # history says, and ``exchange status`` says beside the held price (``waits_behind``): the
-# advice decided once, here.
-BEHIND = "but its price quarantine still holds"
+# advice decided once, here; the phrase (``BEHIND``) is every marketplace's (marketplace.behind).
 
 
 def behind_words(roubles: int, nm_id: int, held: int | None) -> str:
@@ -23,9 +25,3 @@ def behind_words(roubles: int, nm_id: int, held: int | None) -> str:
         "скидки → Карантин цен); this price waits, uncharged, until the quarantine no longer "
         "lists the good, and is uploaded again over the held one should that be confirmed"
     )
-
-
-def waits_behind(detail: str | None) -> bool:
-    """Whether a delivery's last words (``behind_words``) say it waits behind a price WB's
-    quarantine holds for its good."""
-    return detail is not None and f"already, {BEHIND} " in detail

@@ -39,6 +39,7 @@ import httpx
 from exchange.domain.pause import MARKETPLACE_KEY_REFUSED
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.targets.marketplace.behind import BEHIND
 from exchange.targets.marketplace.items import seconds_said
 from exchange.targets.wire import STATUSES
 
@@ -110,6 +111,20 @@ class Throttle(StrEnum):
 class ApiError:
     code: str
     message: str
+
+
+def behind_words(offer: str, value: str, held: str) -> str:
+    """The wait of ``value``, which Yandex shows for ``offer`` already (a repeat refused "already
+    set"), behind ``held`` (``_Listed.said``: the price and its verdicts), the price Yandex's
+    quarantine still lists for the offer (review ym34): confirmed in the cabinet, the held price
+    would go live over this one (§3.4); a correct price set there releases the quarantine."""
+    return (
+        f"Yandex Market holds value={value} for offer {offer!r} already, {BEHIND} {held} for "
+        f"it: confirmed in the cabinet, it would replace {value}. The seller should not confirm "
+        f"it but leave it, or set {value} in the cabinet (a correct price releases the "
+        "quarantine); this price waits, uncharged, until the quarantine no longer lists the "
+        "offer, and is sent again over the held one should that be confirmed"
+    )
 
 
 def body(response: httpx.Response) -> Any:

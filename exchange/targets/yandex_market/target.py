@@ -23,7 +23,9 @@ How one request goes (``send``):
    except an offer Yandex may hold all the same (its words say "already set", or an earlier
    400 that did not name it may have taken it, §8): read back as in 5–6, and TERMINAL with
    Yandex's words only when not shown within ``ym_apply_timeout`` (``_update``); one refused
-   ``OFFER_NOT_FOUND`` is TERMINAL ``unknown-sku``;
+   ``OFFER_NOT_FOUND`` is TERMINAL ``unknown-sku``; one shown as sent at once is delivered only
+   when the quarantine list holds no other price of the offer, else it waits behind that one
+   (``_in_force``);
 5. a 200 means accepted, not applied (§3.4): each message is ``AWAITING`` and waits, not
    charged and not in flight, for the read-back (``again_in``: ``ym_apply_timeout``/40, then
    doubling up to ``ym_apply_timeout``/10); the item sent is remembered by message;
@@ -63,6 +65,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import math
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -375,13 +378,16 @@ class YandexMarketTarget:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_offers: int = MAX_OFFERS,
         channel_said: str | None = None,
+        quarantine_wait: float = 300.0,
     ) -> None:
         """``max_offers``: offers a request at most (Yandex's 500; fewer where a minute of the
         budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second).
         ``earlier``: the channel's earlier updates of a SKU that may still land, from the
         database (another worker's, or this one's before a restart or a timeout).
         ``channel_said``: what its words call the channel (``Channel.said``: "channel ym
-        (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name."""
+        (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name.
+        ``quarantine_wait``: seconds between looks while a price Yandex shows already waits
+        behind another its quarantine lists for the offer (``_in_force``)."""
         self.url = url.rstrip("/")
         self.business_id = business_id
         self._key_source = key
@@ -401,6 +407,7 @@ class YandexMarketTarget:
         self.currency_id = RUR if currency == "RUB" else currency
         self.articles = articles
         self.apply_timeout = apply_timeout
+        self.quarantine_wait = quarantine_wait
         self.known = known
         self.waiting = waiting
         self.earlier = earlier
@@ -1251,18 +1258,14 @@ class YandexMarketTarget:
             shown = {}
         out: dict[str, Classification] = {}
         waiting: dict[str, str] = {}
+        in_force: list[_Item] = []
         for item in named:
             seen = shown.get(item.offer)
             words = said[item.offer]
             if seen is not None and _shows(seen, item.fields):
-                verdict = Classification(
-                    Verdict.DELIVERED,
-                    f"HTTP 400 ({words.removeprefix('HTTP 400: ')}), read back: offer "
-                    f"{item.offer!r} holds the price as sent already",
-                    http_status=400,
-                    receipt=item.offer,
-                )
-            elif item.offer in rules:
+                in_force.append(item)  # settled by the quarantine list (``_in_force``)
+                continue
+            if item.offer in rules:
                 rule = answers.refused_by_rule(item.offer, words)
                 out.update(shared.spread_rule(item, self.channel, rule, rules[item.offer]))
                 continue
@@ -1279,6 +1282,7 @@ class YandexMarketTarget:
                     reason=Reason.UNKNOWN_SKU if answers.not_found(words) else None,
                 )
             out.update((m.message_id, verdict) for m in item.carried)
+        out.update(await self._in_force(in_force, said))
         if waiting:
             out.update(
                 await self._took([i for i in named if i.offer in waiting], "HTTP 400", waiting)
@@ -1301,21 +1305,81 @@ class YandexMarketTarget:
             shown = await self._read_back(sorted({i.offer for i in items}))
         except _Whole:
             return {}, items
+        held = [i for i in items if _shows(shown.get(i.offer), i.fields)]
+        rest = [i for i in items if i not in held]
+        return await self._in_force(held, {i.offer: words for i in held}), rest
+
+    async def _in_force(
+        self, items: list[_Item], said: Mapping[str, str]
+    ) -> dict[str, Classification]:
+        """Items a 400 refused (``said``: offer -> its words) whose read-back shows each field
+        as sent (a price already set, refused as a repeat: §3.5 leaves open whether Yandex
+        refuses one, the simulator's ``repeat_price``). The read-back shows the last valid
+        price while Yandex's quarantine withholds another (§3.4), so the quarantine list is
+        read for them too: listing nothing, the price is delivered; listing this price,
+        withheld; listing another (1C's 1000 live, 300 withheld, 1000 again refused "already
+        set": Yandex keeps 300 listed, which a seller's confirmation would put live over 1000,
+        review ym34), this price waits, uncharged (``AWAITING``, a look every
+        ``quarantine_wait`` seconds: sent again, as the receipt ``REFUSED`` says, at the cost
+        of one offer of the minute), and the earlier version stays withheld, its row saying it
+        is not to be confirmed (``ops.withheld_behind``); as Wildberries' ``_behind_quarantine``.
+        A list that cannot be read: read again, never delivered on the read-back alone."""
+        if not items:
+            return {}
+        offers = sorted({i.offer for i in items})
+        unread: set[str] = set()
+        cannot: Classification | None = None
+        try:
+            listed = await self._quarantined(offers)
+        except _Whole as whole:
+            listed, cannot = whole.listed, whole.classification
+            unread = set(offers) - whole.listed_asked
+        wait = float(max(1, math.ceil(self.quarantine_wait)))
         out: dict[str, Classification] = {}
-        rest: list[_Item] = []
         for item in items:
-            if not _shows(shown.get(item.offer), item.fields):
-                rest.append(item)
-                continue
-            verdict = Classification(
-                Verdict.DELIVERED,
-                f"HTTP 400 ({words.removeprefix('HTTP 400: ')}), read back: offer "
-                f"{item.offer!r} holds the price as sent already",
-                http_status=400,
-                receipt=item.offer,
-            )
+            words = said[item.offer].removeprefix("HTTP 400: ")
+            entry = listed.get(item.offer)
+            value = item.fields.get("value")
+            if cannot is not None and item.offer in unread:
+                verdict = (
+                    cannot
+                    if cannot.verdict is Verdict.PAUSE
+                    else Classification(
+                        Verdict.AWAITING,
+                        f"the quarantine list could not be read ({cannot.detail}); read again",
+                        http_status=400,
+                        again_in=max(self._wait(0), cannot.again_in or 0.0),
+                        receipt=REFUSED,
+                    )
+                )
+            elif entry is None:
+                verdict = Classification(
+                    Verdict.DELIVERED,
+                    f"HTTP 400 ({words}), read back: offer {item.offer!r} holds the price as "
+                    "sent already",
+                    http_status=400,
+                    receipt=item.offer,
+                )
+            elif entry.holds(value):
+                verdict = Classification(
+                    Verdict.WITHHELD,
+                    f"Yandex Market took offer {item.offer!r} and withholds its price in its "
+                    f"price quarantine ({entry.words}): release it with `exchange withheld "
+                    "release`, or in the cabinet",
+                    http_status=400,
+                )
+            else:
+                verdict = Classification(
+                    Verdict.AWAITING,
+                    answers.behind_words(
+                        item.offer, number(value) if value is not None else "?", entry.said()
+                    ),
+                    http_status=400,
+                    again_in=wait,
+                    receipt=REFUSED,
+                )
             out.update((m.message_id, verdict) for m in item.carried)
-        return out, rest
+        return out
 
     def _wait(self, reads: int) -> float:
         """Seconds before the next read-back of an accepted item: ``ym_apply_timeout``/40, then
