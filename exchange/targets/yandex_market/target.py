@@ -48,7 +48,9 @@ JSON, when Yandex accepted it, the offer and the fields sent; the 200's ``AWAITI
 and the claim hands it back as ``OutgoingMessage.receipt``): a message leased again by a worker
 that does not remember it is read back from its receipt, never sent again, its timeout counted
 from the time in the receipt. A delivery sent again after a timeout (``NotApplied``) has its
-receipt replaced by ``ym-not-applied``, so its next attempt sends.
+receipt replaced by ``ym-not-applied``, so its next attempt sends. A worker's memory of a
+message counts only while the delivery's receipt is still the one it is of (``_remembered``):
+with several workers, the receipt another wrote since (its "not applied", its new 200) wins.
 
 ``withheld_shown`` and ``release_withheld`` (contract 13) read the read-back and the quarantine
 list, and call ``price-quarantine/confirm`` (at most 200 offers); ``read_prices`` serves
@@ -229,6 +231,11 @@ class _Accepted:
     # (``answers.maybe_taken``: "already set", or an earlier 400 may have taken it): shown as
     # sent it is delivered; not shown within ``ym_apply_timeout``, terminal with these words.
     refused: str | None = None
+    # The delivery's receipt this memory is of (the one ``_took`` gave the 200, or the one it
+    # was read from): the claim hands the delivery's receipt back, and one that differs means
+    # the delivery moved on without this worker (another worker found it not applied, or sent
+    # it again): the database's receipt is then what counts, never this memory.
+    receipt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,9 +446,11 @@ class YandexMarketTarget:
         self._monotonic = monotonic
         self._now = now
         self._accepted: dict[str, _Accepted] = {}
-        # Messages found not applied in time: sent on their next lease, whatever their receipt
-        # still says (a release that charged nothing, e.g. a probe, keeps ``ym-accepted:``).
-        self._not_applied: set[str] = set()
+        # Messages found not applied in time: sent on their next lease while their receipt
+        # still says what it said then (a release that charged nothing, e.g. a probe, keeps
+        # ``ym-accepted:``): by message, that receipt. Another receipt since (another worker
+        # sent it again and Yandex took it) is read back, never sent once more.
+        self._not_applied: dict[str, str | None] = {}
         # One SKU an offer: another SKU Yandex reads as the same offer (one article, or equal
         # once trimmed, §3.1) would overwrite its price. The SKUs any worker gave each offer
         # (delivered, withheld, in flight, or a receipt of a send), and this process's claims.
@@ -564,12 +573,22 @@ class YandexMarketTarget:
 
     def _remembered(self, message: OutgoingMessage) -> _Accepted | None:
         """What Yandex accepted for ``message``: this worker's memory, else the delivery's
-        receipt (a restart, or another worker), its age counted from the time it names."""
+        receipt (a restart, or another worker), its age counted from the time it names.
+
+        The memory counts only while the delivery's receipt (as the claim read it; None: a
+        caller that keeps none) is still the one it is of: with two workers, the other may
+        have had the delivery since, found it not applied (``ym-not-applied``: this memory's
+        read-back would charge that one failure a second time) or sent it again (a new
+        ``ym-accepted:``: this worker's "not applied" would send it a second time)."""
         known = self._accepted.get(message.message_id)
         if known is not None:
-            return known
+            if message.receipt is None or message.receipt == known.receipt:
+                return known
+            del self._accepted[message.message_id]
         if message.message_id in self._not_applied:
-            return None
+            if message.receipt is None or message.receipt == self._not_applied[message.message_id]:
+                return None
+            del self._not_applied[message.message_id]
         read = _from_receipt(message.receipt)
         if read is None:
             return None
@@ -586,6 +605,7 @@ class YandexMarketTarget:
             settles_at=(
                 None if settles is None else self._monotonic() + (settles - now).total_seconds()
             ),
+            receipt=message.receipt,
         )
         return known
 
@@ -1207,7 +1227,7 @@ class YandexMarketTarget:
             settles = None if settles_at is None else at + timedelta(seconds=self.apply_timeout)
             receipt = _receipt(item.offer, item.fields, at, item.versions, settles, refused=words)
             for m in item.carried:
-                self._not_applied.discard(m.message_id)
+                self._not_applied.pop(m.message_id, None)
                 self._accepted[m.message_id] = _Accepted(
                     item.offer,
                     dict(item.fields),
@@ -1216,6 +1236,7 @@ class YandexMarketTarget:
                     sku=item.sku,
                     settles_at=settles_at,
                     refused=words,
+                    receipt=receipt,
                 )
                 if words is None:
                     said = f"{why}: Yandex Market accepted offer {item.offer!r}"
@@ -1514,7 +1535,7 @@ class YandexMarketTarget:
                     continue
                 if entry is not None:
                     self._accepted.pop(m.message_id, None)
-                    self._not_applied.add(m.message_id)
+                    self._not_applied[m.message_id] = a.receipt
                     out[m.message_id] = Classification(
                         Verdict.TEMPORARY,
                         f"Yandex Market accepted offer {a.offer!r} but {self.apply_timeout:g} s "
@@ -1548,7 +1569,7 @@ class YandexMarketTarget:
                 )
             elif m.message_id in late:
                 self._accepted.pop(m.message_id, None)
-                self._not_applied.add(m.message_id)
+                self._not_applied[m.message_id] = a.receipt
                 out[m.message_id] = Classification(
                     Verdict.TEMPORARY,
                     f"Yandex Market accepted offer {a.offer!r} but does not show the price "
