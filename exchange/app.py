@@ -251,6 +251,7 @@ def yandex_market_target(
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
+    from exchange.db.target_lock import DbHold
     from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
     from exchange.targets.yandex_market.target import (
@@ -308,6 +309,11 @@ def yandex_market_target(
         # them: a read-back that cannot tell them from this one counts after ym_apply_timeout.
         earlier=DbSentTimes(engine, channel) if engine is not None else NO_EARLIER_SENDS,
         channel_said=channel_said(settings),
+        # A method's budget is the business's (§3.3): spent as any of its workers heard
+        # Yandex say it, every one waits until the moment named (a ``target_locks`` row).
+        spent=(lambda method: DbHold(engine, f"ym spent:{settings.ym_business_id}:{method}"))
+        if engine is not None
+        else None,
         transport=transport,
         verify=settings.site_tls(),
         now=(clock or SystemClock()).now,

@@ -67,14 +67,28 @@ class DbHold:
         self.engine, self.name = engine, name[:200]
 
     def until(self) -> datetime | None:
+        return self.read()[0]
+
+    def read(self) -> tuple[datetime | None, str | None]:
+        """The wait's end and its note (kept in the row's ``holder``: a hold has no holder)."""
         with self.engine.connect() as connection:
             found = connection.execute(
-                select(target_locks.c.until).where(target_locks.c.name == self.name)
-            ).scalar_one_or_none()
-        return found  # aware UTC (``UTCDateTime``)
+                select(target_locks.c.until, target_locks.c.holder).where(
+                    target_locks.c.name == self.name
+                )
+            ).first()
+        if found is None:
+            return None, None
+        return found[0], found[1]  # aware UTC (``UTCDateTime``)
 
-    def hold(self, until: datetime) -> None:
+    def hold(self, until: datetime, note: str | None = None) -> None:
         with self.engine.begin() as connection:
+            if note is not None:
+                connection.execute(
+                    update(target_locks)
+                    .where(target_locks.c.name == self.name)
+                    .values(holder=note[:200])
+                )
             held = connection.execute(
                 update(target_locks)
                 .where(target_locks.c.name == self.name, target_locks.c.until < until)
@@ -91,7 +105,9 @@ class DbHold:
             try:
                 with self.engine.begin() as connection:
                     connection.execute(
-                        target_locks.insert().values(name=self.name, holder=None, until=until)
+                        target_locks.insert().values(
+                            name=self.name, holder=None if note is None else note[:200], until=until
+                        )
                     )
             except IntegrityError:
-                self.hold(until)
+                self.hold(until, note)

@@ -195,6 +195,15 @@ class OfferBudget:
         self._refused_at = now
         return seconds
 
+    def held_elsewhere(self, seconds: float) -> None:
+        """Another worker of the business heard Yandex say the method's budget is spent (a 420,
+        or ``X-RateLimit-Resource-Remaining`` 0) for ``seconds`` more from now (its
+        ``PAST_UNTIL`` included): no request goes before then (``take`` raises ``Later``
+        for a longer wait, nothing counted)."""
+        if seconds > 0:
+            now = self._monotonic()
+            self._held_until = max(self._held_until, now + min(LONGEST_HOLD, seconds))
+
     @property
     def used(self) -> int:
         """Offers counted in the last window (for the tests)."""

@@ -86,6 +86,7 @@ from exchange.targets.base import (
 )
 from exchange.targets.marketplace import items as shared
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
 from exchange.targets.marketplace.holders import NoHolders, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.prices import (
@@ -104,7 +105,13 @@ from exchange.targets.wire import (
     transport_verdict,
 )
 from exchange.targets.yandex_market import answers
-from exchange.targets.yandex_market.pace import LONGEST_WAIT, Later, OfferBudget, Parallel
+from exchange.targets.yandex_market.pace import (
+    LONGEST_WAIT,
+    PAST_UNTIL,
+    Later,
+    OfferBudget,
+    Parallel,
+)
 
 log = logging.getLogger(__name__)
 
@@ -375,13 +382,17 @@ class YandexMarketTarget:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_offers: int = MAX_OFFERS,
         channel_said: str | None = None,
+        spent: Callable[[str], SharedHold] | None = None,
     ) -> None:
         """``max_offers``: offers a request at most (Yandex's 500; fewer where a minute of the
         budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second).
         ``earlier``: the channel's earlier updates of a SKU that may still land, from the
         database (another worker's, or this one's before a restart or a timeout).
         ``channel_said``: what its words call the channel (``Channel.said``: "channel ym
-        (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name."""
+        (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name.
+        ``spent``: a method's budget spent as any worker of the business heard Yandex say it
+        (``SharedHold`` by method: until when, and the budget a 420 named); without it, this
+        process's own hearing only."""
         self.url = url.rstrip("/")
         self.business_id = business_id
         self._key_source = key
@@ -429,6 +440,15 @@ class YandexMarketTarget:
             offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
         )
         self.parallel = Parallel(parallel)
+        self._spent: dict[str, SharedHold] = {
+            method: spent(method) if spent is not None else NO_SHARED_HOLD
+            for method in (
+                "offer-prices/updates",
+                "offer-prices",
+                "price-quarantine",
+                "price-quarantine/confirm",
+            )
+        }
         self._monotonic = monotonic
         self._now = now
         self._accepted: dict[str, _Accepted] = {}
@@ -1594,6 +1614,43 @@ class YandexMarketTarget:
 
     # -- the wire --------------------------------------------------------------------------
 
+    async def _spend_told(self, method: str, until: datetime | None, limit: int | None) -> None:
+        """Yandex said this method's budget is spent until ``until`` (a 420 for it, or
+        ``X-RateLimit-Resource-Remaining`` 0): every worker of the business holds its
+        requests of the method until then (``_spent_heard``), and divides ``limit`` among
+        them (``X-RateLimit-Resource-Limit`` below a request's offers: this one's requests and
+        budget were cut to it, ``_lower``). Best effort: unwritten, the others hear it from
+        Yandex themselves."""
+        hold = self._spent[method]
+        if hold is NO_SHARED_HOLD or until is None:
+            return
+        moment = until + timedelta(seconds=PAST_UNTIL)
+        if moment <= self._now() and limit is None:
+            return
+        try:
+            await asyncio.to_thread(hold.hold, moment, None if limit is None else str(limit))
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: a spent budget could not be told to the other workers (%s)",
+                type(exc).__name__,
+            )
+
+    async def _spent_heard(self, method: str, budget: OfferBudget) -> None:
+        """The method's budget as another worker of the business heard it (``_spend_told``),
+        read before each request: its hold kept here too (not charged: ``take`` hands the
+        offers back when it is long), its budget a minute divided here too."""
+        hold = self._spent[method]
+        if hold is NO_SHARED_HOLD:
+            return
+        try:
+            until, note = await asyncio.to_thread(hold.read)
+        except Exception:  # the service's database: this process's own hearing stands
+            return
+        if note is not None and note.isdigit() and 0 < int(note) < budget.account:
+            self._lower(int(note), budget)
+        if until is not None:
+            budget.held_elsewhere((until - self._now()).total_seconds())
+
     def _budget_of(self, method: str) -> OfferBudget:
         """The method's own resource (§3.3: counted per method, each 420 for its resource)."""
         return {
@@ -1635,6 +1692,7 @@ class YandexMarketTarget:
         response: httpx.Response | None = None
         held = 0.0
         for _ in range(TRIES):
+            await self._spent_heard(method, budget)
             try:
                 await budget.take(cost, most=_PATIENCE.get())
             except Later as later:
@@ -1671,10 +1729,13 @@ class YandexMarketTarget:
             # every time); the budget itself is lowered only by a 420 naming it: a simulator
             # whose minute is scaled down names its limit in simulated minutes.
             budget.told(answers.remaining(response), answers.until(response))
+            if answers.remaining(response) == 0 and status != 420:
+                await self._spend_told(method, answers.until(response), None)
             limit = answers.resource_limit(response)
             reads = budget is not self.budget
             if limit is not None and limit < (self.per_read if reads else self.per_request):
                 self._lower(limit, budget)
+                await self._spend_told(method, self._now(), limit)
             if status != 420:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
@@ -1686,7 +1747,15 @@ class YandexMarketTarget:
                     "Yandex Market's per-minute budget is spent (%s): waiting %.1f s", method, held
                 )
                 limit = answers.resource_limit(response)
-                if limit is not None and limit < cost:
+                too_big = limit is not None and limit < cost
+                # Told to every worker of the business (``_spend_told``): the hold, and the
+                # budget named when it cuts this request (their shares divide that one).
+                await self._spend_told(
+                    method,
+                    self._now() + timedelta(seconds=held - PAST_UNTIL),
+                    limit if too_big else None,
+                )
+                if limit is not None and too_big:
                     # The cabinet's budget is below this request: sent again whole, it is
                     # refused every time (review 32b: 4 times in 3 minutes); cut to fit
                     # (an update by ``_update``, a read by ``_read_back``, ``_quarantined``
