@@ -251,8 +251,9 @@ def yandex_market_target(
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
-    from exchange.db.target_lock import DbHold
+    from exchange.db.target_lock import DbHold, DbSlots
     from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.marketplace.hold import NO_SHARED_SLOTS
     from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
     from exchange.targets.yandex_market.target import (
         ACCEPTED,
@@ -314,6 +315,16 @@ def yandex_market_target(
         spent=(lambda method: DbHold(engine, f"ym spent:{settings.ym_business_id}:{method}"))
         if engine is not None
         else None,
+        # ``ym_parallel`` is the business's too (§3.3): every worker's requests together take
+        # one of its places (``target_locks`` rows), never one more at once.
+        slots=DbSlots(
+            engine,
+            f"ym parallel:{settings.ym_business_id}",
+            settings.ym_parallel,
+            clock or SystemClock(),
+        )
+        if engine is not None
+        else NO_SHARED_SLOTS,
         transport=transport,
         verify=settings.site_tls(),
         now=(clock or SystemClock()).now,

@@ -41,3 +41,29 @@ class _NoSharedHold:
 
 
 NO_SHARED_HOLD: SharedHold = _NoSharedHold()
+
+
+class SharedSlots(Protocol):
+    """At most so many requests at once, whichever worker of the account sends them (Yandex
+    Market's parallel requests a business, research §3.3): ``exchange.db.target_lock.DbSlots``,
+    one ``target_locks`` row a place."""
+
+    def take(self, seconds: float) -> str | None:
+        """A place for one request, held ``seconds`` at most (a holder that dies leaves it to
+        end by itself): its token, or None when every place is taken."""
+        ...
+
+    def give(self, token: str) -> None:
+        """The request ended: its place is free."""
+        ...
+
+
+class _NoSharedSlots:
+    def take(self, seconds: float) -> str | None:
+        return ""
+
+    def give(self, token: str) -> None:
+        return None
+
+
+NO_SHARED_SLOTS: SharedSlots = _NoSharedSlots()

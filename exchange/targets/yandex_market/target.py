@@ -60,12 +60,13 @@ in a detail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -86,7 +87,12 @@ from exchange.targets.base import (
 )
 from exchange.targets.marketplace import items as shared
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
-from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
+from exchange.targets.marketplace.hold import (
+    NO_SHARED_HOLD,
+    NO_SHARED_SLOTS,
+    SharedHold,
+    SharedSlots,
+)
 from exchange.targets.marketplace.holders import NoHolders, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.prices import (
@@ -146,6 +152,7 @@ FIELDS = ("value", "discountBase", "minimumForBestseller")
 # rule beside a new value is refused alone; the item goes without it, never with the delivered
 # one 1C replaced: no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
 DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0)}
+SLOT_POLL = 0.05  # seconds between looks for a free place of ``ym_parallel`` (``_slot``)
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
 # Requests one refused update may add, halving itself to find the offers a 400 naming none
@@ -383,6 +390,7 @@ class YandexMarketTarget:
         max_offers: int = MAX_OFFERS,
         channel_said: str | None = None,
         spent: Callable[[str], SharedHold] | None = None,
+        slots: SharedSlots = NO_SHARED_SLOTS,
     ) -> None:
         """``max_offers``: offers a request at most (Yandex's 500; fewer where a minute of the
         budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second).
@@ -392,7 +400,9 @@ class YandexMarketTarget:
         (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name.
         ``spent``: a method's budget spent as any worker of the business heard Yandex say it
         (``SharedHold`` by method: until when, and the budget a 420 named); without it, this
-        process's own hearing only."""
+        process's own hearing only. ``slots``: the business's ``ym_parallel`` places, one
+        taken by each request whichever worker sends it (without it, this process's share of
+        them only, ``Parallel``)."""
         self.url = url.rstrip("/")
         self.business_id = business_id
         self._key_source = key
@@ -440,6 +450,8 @@ class YandexMarketTarget:
             offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
         )
         self.parallel = Parallel(parallel)
+        self.slots = slots
+        self._slot_lease = timeout + 5.0  # a place a dead worker held ends by itself
         self._spent: dict[str, SharedHold] = {
             method: spent(method) if spent is not None else NO_SHARED_HOLD
             for method in (
@@ -1614,6 +1626,29 @@ class YandexMarketTarget:
 
     # -- the wire --------------------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """One of the business's ``ym_parallel`` places (``SharedSlots``, every worker's
+        requests together, §3.3), waited for while all are taken, given back when the request
+        ends. Best effort: the database unreadable, the request goes on this process's share
+        (``Parallel``)."""
+        token: str | None = None
+        if self.slots is not NO_SHARED_SLOTS:
+            while True:
+                try:
+                    token = await asyncio.to_thread(self.slots.take, self._slot_lease)
+                except Exception:  # the service's database
+                    break
+                if token is not None:
+                    break
+                await asyncio.sleep(SLOT_POLL)
+        try:
+            yield
+        finally:
+            if token is not None:
+                with contextlib.suppress(Exception):  # left: it ends by itself
+                    await asyncio.to_thread(self.slots.give, token)
+
     async def _spend_told(self, method: str, until: datetime | None, limit: int | None) -> None:
         """Yandex said this method's budget is spent until ``until`` (a 420 for it, or
         ``X-RateLimit-Resource-Remaining`` 0): every worker of the business holds its
@@ -1705,7 +1740,7 @@ class YandexMarketTarget:
                 )
                 waits.held = waits.paced = True
                 raise waits from None
-            async with self.parallel:
+            async with self.parallel, self._slot():
                 sent_at = await self._pacer.turn()
                 self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
                 try:
