@@ -1735,7 +1735,7 @@ class YandexMarketTarget:
                 # flight): the offers go back uncharged, due when the budget has room, as
                 # every wait of a marketplace's is (a try answered 420 before went).
                 waits = _Whole(
-                    answers.budget_held(later.seconds, budget.per_minute),
+                    answers.budget_held(later.seconds, budget.per_minute, budget.account),
                     unsent=response is None,
                 )
                 waits.held = waits.paced = True
