@@ -29,6 +29,11 @@ keeps its share (``share``: ``ym_offers_per_minute`` and ``ym_parallel`` divided
 channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split). The target keeps one
 ``OfferBudget`` a method (updates, read-back, quarantine list, confirm: §3.3 counts each on its
 own resource) and one ``Parallel`` for all of them (§3.3: every request to the business).
+With a database, what one worker hears is every worker's (``YandexMarketTarget``): a 420 for a
+method's budget, or ``Remaining`` 0, is a ``SharedHold`` of the business and method that the
+others keep (``held_elsewhere``), with a ``Limit`` a worker cut its requests to; and each request
+takes one of the business's ``ym_parallel`` places (``SharedSlots``), so that more workers than
+``ym_parallel`` never send more at once.
 
 Both take their clock from the caller (``monotonic``, ``sleep``) so that tests drive them.
 """
