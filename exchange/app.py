@@ -258,7 +258,9 @@ def yandex_market_target(
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
+    from exchange.db.target_lock import DbHold, DbSlots
     from exchange.targets.marketplace.articles import NO_ARTICLES
+    from exchange.targets.marketplace.hold import NO_SHARED_SLOTS
     from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
     from exchange.targets.yandex_market.target import (
         ACCEPTED,
@@ -315,6 +317,21 @@ def yandex_market_target(
         # them: a read-back that cannot tell them from this one counts after ym_apply_timeout.
         earlier=DbSentTimes(engine, channel) if engine is not None else NO_EARLIER_SENDS,
         channel_said=channel_said(settings),
+        # A method's budget is the business's (§3.3): spent as any of its workers heard
+        # Yandex say it, every one waits until the moment named (a ``target_locks`` row).
+        spent=(lambda method: DbHold(engine, f"ym spent:{settings.ym_business_id}:{method}"))
+        if engine is not None
+        else None,
+        # ``ym_parallel`` is the business's too (§3.3): every worker's requests together take
+        # one of its places (``target_locks`` rows), never one more at once.
+        slots=DbSlots(
+            engine,
+            f"ym parallel:{settings.ym_business_id}",
+            settings.ym_parallel,
+            clock or SystemClock(),
+        )
+        if engine is not None
+        else NO_SHARED_SLOTS,
         transport=transport,
         verify=settings.site_tls(),
         now=(clock or SystemClock()).now,

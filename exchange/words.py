@@ -2571,6 +2571,14 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("{s}: Yandex Market's limit, waited for and still reached; sent again in {w} s"),
     ),
     (
+        r"held: this worker's share \((?P<m>\d+)\) of Yandex Market's budget of (?P<n>\d+) "
+        r"offers a minute is spent; sent in (?P<w>\d+) s, not charged",
+        N_(
+            "held: this worker's share ({m}) of Yandex Market's budget of {n} offers a minute "
+            "is spent; sent in {w} s, not charged"
+        ),
+    ),
+    (
         r"held: Yandex Market's budget of (?P<n>\d+) offers a minute is spent; sent in "
         r"(?P<w>\d+) s, not charged",
         N_(

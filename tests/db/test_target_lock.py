@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
 
-from exchange.db.target_lock import DbHold, DbLock
+from exchange.db.target_lock import DbHold, DbLock, DbSlots
 from exchange.domain.clock import FakeClock
 
 
@@ -46,3 +46,25 @@ def test_a_shared_hold_is_read_by_every_worker_and_never_shortened(engine: Engin
     assert (None, at + timedelta(seconds=180)) == (before, read)
     assert at + timedelta(seconds=240) == first.until()
     assert DbHold(engine, "ozon circle:2").until() is None
+
+
+def test_slots_are_shared_by_every_worker_and_a_dead_holders_place_frees_itself(
+    engine: Engine,
+) -> None:
+    """Yandex Market's parallel requests a business (research §3.3): two workers' ``DbSlots``
+    of 2 places hand out 2 at once in all; a place given back is free again; one never given
+    back (its worker died) frees itself at its end. A hold's note is kept with it."""
+    clock = FakeClock()
+    first = DbSlots(engine, "ym parallel:1", 2, clock)
+    second = DbSlots(engine, "ym parallel:1", 2, clock)
+    a, b = first.take(30), second.take(30)
+    assert a is not None and b is not None
+    assert first.take(30) is None and second.take(30) is None
+    first.give(a)
+    c = second.take(30)
+    assert c is not None and first.take(30) is None
+    clock.advance(31)  # b and c never given back
+    assert first.take(30) is not None and first.take(30) is not None
+    hold = DbHold(engine, "ym spent:1:offer-prices/updates")
+    hold.hold(clock.now() + timedelta(seconds=5), "1500")
+    assert (clock.now() + timedelta(seconds=5), "1500") == hold.read()

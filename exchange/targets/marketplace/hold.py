@@ -4,7 +4,9 @@ research §1.3: the method blocked for a few minutes after "a lot of requests"; 
 sending into it would only prolong the block). ``SharedHold`` is the port the target reads and
 extends it through (``exchange.db.target_lock.DbHold``: a ``target_locks`` row);
 ``NO_SHARED_HOLD``, its no-database default (``exchange check``, the tests of one process):
-none, this process's own wait only."""
+none, this process's own wait only. ``note``: a word kept with the wait (Yandex Market's
+budget a minute as one worker learned it from a 420, so that every worker divides that one).
+"""
 
 from __future__ import annotations
 
@@ -17,8 +19,13 @@ class SharedHold(Protocol):
         """The moment the wait ends (UTC; it may have passed); None: never held."""
         ...
 
-    def hold(self, until: datetime) -> None:
-        """The wait lasts at least until ``until`` (a later one already held stays)."""
+    def hold(self, until: datetime, note: str | None = None) -> None:
+        """The wait lasts at least until ``until`` (a later one already held stays); ``note``,
+        when given, is kept with it."""
+        ...
+
+    def read(self) -> tuple[datetime | None, str | None]:
+        """``until`` and the note kept with the wait (None: none)."""
         ...
 
 
@@ -26,8 +33,37 @@ class _NoSharedHold:
     def until(self) -> datetime | None:
         return None
 
-    def hold(self, until: datetime) -> None:
+    def hold(self, until: datetime, note: str | None = None) -> None:
         return None
+
+    def read(self) -> tuple[datetime | None, str | None]:
+        return None, None
 
 
 NO_SHARED_HOLD: SharedHold = _NoSharedHold()
+
+
+class SharedSlots(Protocol):
+    """At most so many requests at once, whichever worker of the account sends them (Yandex
+    Market's parallel requests a business, research §3.3): ``exchange.db.target_lock.DbSlots``,
+    one ``target_locks`` row a place."""
+
+    def take(self, seconds: float) -> str | None:
+        """A place for one request, held ``seconds`` at most (a holder that dies leaves it to
+        end by itself): its token, or None when every place is taken."""
+        ...
+
+    def give(self, token: str) -> None:
+        """The request ended: its place is free."""
+        ...
+
+
+class _NoSharedSlots:
+    def take(self, seconds: float) -> str | None:
+        return ""
+
+    def give(self, token: str) -> None:
+        return None
+
+
+NO_SHARED_SLOTS: SharedSlots = _NoSharedSlots()

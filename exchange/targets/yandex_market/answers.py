@@ -329,15 +329,21 @@ def paced(response: httpx.Response, wait: float) -> Classification:
     )
 
 
-def budget_held(wait: float, per_minute: int) -> Classification:
+def budget_held(wait: float, per_minute: int, account: int | None = None) -> Classification:
     """The target's budget (pace.py) would hold a request longer than a send waits
     (``LONGEST_WAIT``): not sent now, ``AWAITING``, not charged and not counted by the circuit
-    breaker, due again in whole seconds (at least one) when the budget has room."""
+    breaker, due again in whole seconds (at least one) when the budget has room.
+    ``per_minute``: this worker's share of the business's ``account`` (the channel's live
+    workers divide it): said as a share, never as Yandex's budget."""
     seconds = max(1, math.ceil(wait))
+    whose = (
+        f"this worker's share ({per_minute}) of Yandex Market's budget of {account}"
+        if account is not None and per_minute < account
+        else f"Yandex Market's budget of {per_minute}"
+    )
     return Classification(
         Verdict.AWAITING,
-        f"held: Yandex Market's budget of {per_minute} offers a minute is spent; sent in "
-        f"{seconds} s, not charged",
+        f"held: {whose} offers a minute is spent; sent in {seconds} s, not charged",
         error_class=RATE_LIMITED,
         again_in=float(seconds),
     )

@@ -29,6 +29,11 @@ keeps its share (``share``: ``ym_offers_per_minute`` and ``ym_parallel`` divided
 channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split). The target keeps one
 ``OfferBudget`` a method (updates, read-back, quarantine list, confirm: §3.3 counts each on its
 own resource) and one ``Parallel`` for all of them (§3.3: every request to the business).
+With a database, what one worker hears is every worker's (``YandexMarketTarget``): a 420 for a
+method's budget, or ``Remaining`` 0, is a ``SharedHold`` of the business and method that the
+others keep (``held_elsewhere``), with a ``Limit`` a worker cut its requests to; and each request
+takes one of the business's ``ym_parallel`` places (``SharedSlots``), so that more workers than
+``ym_parallel`` never send more at once.
 
 Both take their clock from the caller (``monotonic``, ``sleep``) so that tests drive them.
 """
@@ -194,6 +199,15 @@ class OfferBudget:
         self._held_until = max(self._held_until, now + seconds)
         self._refused_at = now
         return seconds
+
+    def held_elsewhere(self, seconds: float) -> None:
+        """Another worker of the business heard Yandex say the method's budget is spent (a 420,
+        or ``X-RateLimit-Resource-Remaining`` 0) for ``seconds`` more from now (its
+        ``PAST_UNTIL`` included): no request goes before then (``take`` raises ``Later``
+        for a longer wait, nothing counted)."""
+        if seconds > 0:
+            now = self._monotonic()
+            self._held_until = max(self._held_until, now + min(LONGEST_HOLD, seconds))
 
     @property
     def used(self) -> int:

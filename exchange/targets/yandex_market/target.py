@@ -64,13 +64,14 @@ in a detail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import logging
 import math
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -91,6 +92,12 @@ from exchange.targets.base import (
 )
 from exchange.targets.marketplace import items as shared
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
+from exchange.targets.marketplace.hold import (
+    NO_SHARED_HOLD,
+    NO_SHARED_SLOTS,
+    SharedHold,
+    SharedSlots,
+)
 from exchange.targets.marketplace.holders import NoHolders, OfferHolders, OneSkuAGood
 from exchange.targets.marketplace.money import Money
 from exchange.targets.prices import (
@@ -109,7 +116,13 @@ from exchange.targets.wire import (
     transport_verdict,
 )
 from exchange.targets.yandex_market import answers
-from exchange.targets.yandex_market.pace import LONGEST_WAIT, Later, OfferBudget, Parallel
+from exchange.targets.yandex_market.pace import (
+    LONGEST_WAIT,
+    PAST_UNTIL,
+    Later,
+    OfferBudget,
+    Parallel,
+)
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +157,7 @@ FIELDS = ("value", "discountBase", "minimumForBestseller")
 # rule beside a new value is refused alone; the item goes without it, never with the delivered
 # one 1C replaced: no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
 DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0)}
+SLOT_POLL = 0.05  # seconds between looks for a free place of ``ym_parallel`` (``_slot``)
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
 # Requests one refused update may add, halving itself to find the offers a 400 naming none
@@ -386,6 +400,8 @@ class YandexMarketTarget:
         max_offers: int = MAX_OFFERS,
         channel_said: str | None = None,
         quarantine_wait: float = 300.0,
+        spent: Callable[[str], SharedHold] | None = None,
+        slots: SharedSlots = NO_SHARED_SLOTS,
     ) -> None:
         """``max_offers``: offers a request at most (Yandex's 500; fewer where a minute of the
         budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second).
@@ -394,7 +410,12 @@ class YandexMarketTarget:
         ``channel_said``: what its words call the channel (``Channel.said``: "channel ym
         (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name.
         ``quarantine_wait``: seconds between looks while a price Yandex shows already waits
-        behind another its quarantine lists for the offer (``_in_force``)."""
+        behind another its quarantine lists for the offer (``_in_force``).
+        ``spent``: a method's budget spent as any worker of the business heard Yandex say it
+        (``SharedHold`` by method: until when, and the budget a 420 named); without it, this
+        process's own hearing only. ``slots``: the business's ``ym_parallel`` places, one
+        taken by each request whichever worker sends it (without it, this process's share of
+        them only, ``Parallel``)."""
         self.url = url.rstrip("/")
         self.business_id = business_id
         self._key_source = key
@@ -443,6 +464,17 @@ class YandexMarketTarget:
             offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
         )
         self.parallel = Parallel(parallel)
+        self.slots = slots
+        self._slot_lease = timeout + 5.0  # a place a dead worker held ends by itself
+        self._spent: dict[str, SharedHold] = {
+            method: spent(method) if spent is not None else NO_SHARED_HOLD
+            for method in (
+                "offer-prices/updates",
+                "offer-prices",
+                "price-quarantine",
+                "price-quarantine/confirm",
+            )
+        }
         self._monotonic = monotonic
         self._now = now
         self._accepted: dict[str, _Accepted] = {}
@@ -1680,6 +1712,66 @@ class YandexMarketTarget:
 
     # -- the wire --------------------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """One of the business's ``ym_parallel`` places (``SharedSlots``, every worker's
+        requests together, §3.3), waited for while all are taken, given back when the request
+        ends. Best effort: the database unreadable, the request goes on this process's share
+        (``Parallel``)."""
+        token: str | None = None
+        if self.slots is not NO_SHARED_SLOTS:
+            while True:
+                try:
+                    token = await asyncio.to_thread(self.slots.take, self._slot_lease)
+                except Exception:  # the service's database
+                    break
+                if token is not None:
+                    break
+                await asyncio.sleep(SLOT_POLL)
+        try:
+            yield
+        finally:
+            if token is not None:
+                with contextlib.suppress(Exception):  # left: it ends by itself
+                    await asyncio.to_thread(self.slots.give, token)
+
+    async def _spend_told(self, method: str, until: datetime | None, limit: int | None) -> None:
+        """Yandex said this method's budget is spent until ``until`` (a 420 for it, or
+        ``X-RateLimit-Resource-Remaining`` 0): every worker of the business holds its
+        requests of the method until then (``_spent_heard``), and divides ``limit`` among
+        them (``X-RateLimit-Resource-Limit`` below a request's offers: this one's requests and
+        budget were cut to it, ``_lower``). Best effort: unwritten, the others hear it from
+        Yandex themselves."""
+        hold = self._spent[method]
+        if hold is NO_SHARED_HOLD or until is None:
+            return
+        moment = until + timedelta(seconds=PAST_UNTIL)
+        if moment <= self._now() and limit is None:
+            return
+        try:
+            await asyncio.to_thread(hold.hold, moment, None if limit is None else str(limit))
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: a spent budget could not be told to the other workers (%s)",
+                type(exc).__name__,
+            )
+
+    async def _spent_heard(self, method: str, budget: OfferBudget) -> None:
+        """The method's budget as another worker of the business heard it (``_spend_told``),
+        read before each request: its hold kept here too (not charged: ``take`` hands the
+        offers back when it is long), its budget a minute divided here too."""
+        hold = self._spent[method]
+        if hold is NO_SHARED_HOLD:
+            return
+        try:
+            until, note = await asyncio.to_thread(hold.read)
+        except Exception:  # the service's database: this process's own hearing stands
+            return
+        if note is not None and note.isdigit() and 0 < int(note) < budget.account:
+            self._lower(int(note), budget)
+        if until is not None:
+            budget.held_elsewhere((until - self._now()).total_seconds())
+
     def _budget_of(self, method: str) -> OfferBudget:
         """The method's own resource (§3.3: counted per method, each 420 for its resource)."""
         return {
@@ -1721,6 +1813,7 @@ class YandexMarketTarget:
         response: httpx.Response | None = None
         held = 0.0
         for _ in range(TRIES):
+            await self._spent_heard(method, budget)
             try:
                 await budget.take(cost, most=_PATIENCE.get())
             except Later as later:
@@ -1728,12 +1821,12 @@ class YandexMarketTarget:
                 # flight): the offers go back uncharged, due when the budget has room, as
                 # every wait of a marketplace's is (a try answered 420 before went).
                 waits = _Whole(
-                    answers.budget_held(later.seconds, budget.per_minute),
+                    answers.budget_held(later.seconds, budget.per_minute, budget.account),
                     unsent=response is None,
                 )
                 waits.held = waits.paced = True
                 raise waits from None
-            async with self.parallel:
+            async with self.parallel, self._slot():
                 sent_at = await self._pacer.turn()
                 self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
                 try:
@@ -1757,10 +1850,13 @@ class YandexMarketTarget:
             # every time); the budget itself is lowered only by a 420 naming it: a simulator
             # whose minute is scaled down names its limit in simulated minutes.
             budget.told(answers.remaining(response), answers.until(response))
+            if answers.remaining(response) == 0 and status != 420:
+                await self._spend_told(method, answers.until(response), None)
             limit = answers.resource_limit(response)
             reads = budget is not self.budget
             if limit is not None and limit < (self.per_read if reads else self.per_request):
                 self._lower(limit, budget)
+                await self._spend_told(method, self._now(), limit)
             if status != 420:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
@@ -1772,7 +1868,15 @@ class YandexMarketTarget:
                     "Yandex Market's per-minute budget is spent (%s): waiting %.1f s", method, held
                 )
                 limit = answers.resource_limit(response)
-                if limit is not None and limit < cost:
+                too_big = limit is not None and limit < cost
+                # Told to every worker of the business (``_spend_told``): the hold, and the
+                # budget named when it cuts this request (their shares divide that one).
+                await self._spend_told(
+                    method,
+                    self._now() + timedelta(seconds=held - PAST_UNTIL),
+                    limit if too_big else None,
+                )
+                if limit is not None and too_big:
                     # The cabinet's budget is below this request: sent again whole, it is
                     # refused every time (review 32b: 4 times in 3 minutes); cut to fit
                     # (an update by ``_update``, a read by ``_read_back``, ``_quarantined``

@@ -1,0 +1,107 @@
+"""Yandex Market's budget of offers a minute is the business's (research §3.3: counted per
+method, a 420 with ``X-RateLimit-Resource-Limit``, ``-Remaining`` and ``-Until``), whichever
+worker spends it. Review ym34: a cabinet allowing fewer offers than ``ym_offers_per_minute``,
+three workers: each learned only from its own answers, so every minute one sent after another's
+answer had said ``Remaining: 0`` until the minute's end, and met a 420 (5 of 7 minutes).
+
+Now what one worker hears (a 420 for the budget, ``Remaining: 0``) is a ``target_locks`` row of
+the business and method (``DbHold``, as Ozon's "Circle is open"): every worker reads it before
+its next request of that method and waits until the moment named, not charged; a budget a worker
+cut its requests to (``X-RateLimit-Resource-Limit``) is kept in it too, and the workers divide
+that one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from marketsims import secret, ym_sim
+from sqlalchemy import Engine, select
+
+from exchange.db.engine import transaction
+from exchange.db.schema import channels, deliveries
+from exchange.dev.testing import price_row, stage
+from exchange.dev.ymsim import UPDATE_RESOURCE, ApiError, _YmHandler, channel_settings
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timing,
+    pytest.mark.subprocess,
+    pytest.mark.timeout(240),
+]
+
+WORKERS = 3
+PRICES = 6_000
+CABINET = 1_500  # offers a (simulated) minute the cabinet allows: below the setting's
+
+
+def test_a_spent_budget_heard_by_one_worker_holds_every_worker(
+    db_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three workers, a cabinet below ``ym_offers_per_minute``: at most one 420 for the budget
+    a worker (before the first one's word is in the database), never one every minute; every
+    price lands (SQLite and PostgreSQL)."""
+    refused: dict[str, int] = {}
+    lock = threading.Lock()
+    fail = _YmHandler.fail
+
+    def counted(handler: _YmHandler, error: ApiError, headers: dict[str, str]) -> None:
+        if error.status == 420:
+            with lock:
+                refused[str(error)] = refused.get(str(error), 0) + 1
+        fail(handler, error, headers)
+
+    monkeypatch.setattr(_YmHandler, "fail", counted)
+    with ym_sim(scale=6, apply_delay=3) as sim:
+        channel = channel_settings(sim, secret(tmp_path, "ym-key", "ym-key-1234"))
+        sim.budgets[UPDATE_RESOURCE].limit = CABINET
+        stage(engine, [price_row(f"SKU-{n:04d}", 1, f"{900 + n}.00") for n in range(PRICES)])
+        procs = []
+        for name in (f"w{n}" for n in range(WORKERS)):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+            env.update(
+                {
+                    "EXCHANGE_DATABASE_URL": db_url,
+                    "EXCHANGE_CHANNELS": json.dumps({"mp": channel}),
+                    "EXCHANGE_WORKER_ID": name,
+                    "EXCHANGE_POLL_INTERVAL": "0.05",
+                    "EXCHANGE_BATCH_SIZE": "500",
+                    "EXCHANGE_LOG_LEVEL": "WARNING",
+                }
+            )
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "exchange",
+                        "run",
+                        "--until-idle",
+                        "--max-seconds",
+                        "150",
+                    ],
+                    env=env,
+                    cwd=tmp_path,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
+        outputs = [p.communicate(timeout=200)[0] for p in procs]
+    assert [0] * WORKERS == [p.returncode for p in procs], outputs
+    with transaction(engine, read_only=True) as connection:
+        states = set(
+            connection.execute(
+                select(deliveries.c.state)
+                .join(channels, channels.c.id == deliveries.c.channel_id)
+                .where(channels.c.name == "mp")
+            ).scalars()
+        )
+    assert {"delivered"} == states, outputs
+    budget = sum(n for said, n in refused.items() if "parallel" not in said)
+    assert budget <= WORKERS, f"420s for the budget: {refused}"
