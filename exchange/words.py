@@ -1240,6 +1240,25 @@ def error_words(text: str, lang: Lang) -> str:
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
 
 
+# A history's words that name a command of the command line, and what a page names instead:
+# the button on the message's page that does it (seller 34 item 5).
+_ON_A_PAGE: tuple[tuple[str, str], ...] = (
+    (
+        "release it with `exchange withheld release`, or in the cabinet",
+        "release it with the «Release to buyers» button, or in the cabinet",
+    ),
+)
+
+
+def page_words(text: str, lang: Lang) -> str:
+    """``error_words`` as the workbench's pages say it: a command the detail names (Yandex
+    Market's «выпустите её командой `exchange withheld release`») said as the page's button
+    («кнопкой «Выпустить к покупателям»»); the command line keeps the command."""
+    for command, button in _ON_A_PAGE:
+        text = text.replace(command, button)
+    return error_words(text, lang)
+
+
 def channels_source_words(source: str, lang: Lang) -> str:
     """Where the channels were written (``Settings.channels_source``) in ``lang``: a
     variable's name as it is, the TOML file's tables with its path."""
@@ -2422,6 +2441,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "Yandex Market took offer {o} and withholds its price in its price quarantine ({v}): "
             "release it with `exchange withheld release`, or in the cabinet"
+        ),
+    ),
+    # the same on a page, where the message's button releases it (seller 34 item 5:
+    # ``page_words``), never the command the command line names
+    (
+        r"Yandex Market took offer (?P<o>.+) and withholds its price in its price quarantine "
+        r"\((?P<v>.+)\): release it with the «Release to buyers» button, or in the cabinet",
+        N_(
+            "Yandex Market took offer {o} and withholds its price in its price quarantine ({v}): "
+            "release it with the «Release to buyers» button, or in the cabinet"
         ),
     ),
     (
