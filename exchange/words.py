@@ -1642,6 +1642,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: never sent",
         N_("version {v} is at or below version {d}, already delivered: never sent"),
     ),
+    # a strictly ordered document's version below where a newer channel's order starts
+    # (``queue.coalesce``; seller 34 item 6: docs/channels.ru.md quoted it in English)
+    (
+        r"version (?P<v>\d+) is below version (?P<f>\d+), where strict order on this channel "
+        r"starts: never sent",
+        N_(
+            "version {v} is below version {f}, where strict order on this channel starts: "
+            "never sent"
+        ),
+    ),
     (
         r"version (?P<v>\d+) never arrived within (?P<t>\S+) s",
         N_("version {v} never arrived within {t} s"),
@@ -2272,6 +2282,11 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "acquire limit per item)"
         ),
     ),
+    # Ozon's ``updated: true`` for an item: the delivered row's detail (seller 34 item 6)
+    (r"updated", N_("Ozon: updated")),
+    # Wildberries' answer with no text of its own (``wildberries.answers.error_text``): alone,
+    # and inside its other words (``detail_words`` says each value that is it)
+    (r"\(no text\)", N_("(no text)")),
     (
         r"Ozon refused it: more than 10 price updates of this product within an hour; tried "
         r"once more in (?P<w>\d+) s, not charged",
@@ -3071,6 +3086,10 @@ def _field_problems(text: str) -> str:
     return "; ".join(said)
 
 
+# What Wildberries' answer without words of its own is said as (``wildberries.answers``).
+NO_TEXT = "(no text)"
+
+
 def detail_words(text: str) -> str:
     """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
     in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
@@ -3083,6 +3102,8 @@ def detail_words(text: str) -> str:
             russian = _(message, "ru")
             values = dict(found.groupdict())
             for key in list(values):
+                if values[key] == NO_TEXT:  # Wildberries' answer without words, in Russian
+                    values[key] = _(NO_TEXT, "ru")  # its msgid: the "(no text)" detail above
                 if "{" + key + "*}" in russian:
                     russian = russian.replace("{" + key + "*}", "{" + key + "}")
                     values[key] = detail_words(values[key])
