@@ -1253,6 +1253,25 @@ def error_words(text: str, lang: Lang) -> str:
     return said if said != text else onec_words(text)  # a 1C exchange's outcome (its page)
 
 
+# A history's words that name a command of the command line, and what a page names instead:
+# the button on the message's page that does it (seller 34 item 5).
+_ON_A_PAGE: tuple[tuple[str, str], ...] = (
+    (
+        "release it with `exchange withheld release`, or in the cabinet",
+        "release it with the «Release to buyers» button, or in the cabinet",
+    ),
+)
+
+
+def page_words(text: str, lang: Lang) -> str:
+    """``error_words`` as the workbench's pages say it: a command the detail names (Yandex
+    Market's «выпустите её командой `exchange withheld release`») said as the page's button
+    («кнопкой «Выпустить к покупателям»»); the command line keeps the command."""
+    for command, button in _ON_A_PAGE:
+        text = text.replace(command, button)
+    return error_words(text, lang)
+
+
 def channels_source_words(source: str, lang: Lang) -> str:
     """Where the channels were written (``Settings.channels_source``) in ``lang``: a
     variable's name as it is, the TOML file's tables with its path."""
@@ -1635,6 +1654,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: never sent",
         N_("version {v} is at or below version {d}, already delivered: never sent"),
+    ),
+    # a strictly ordered document's version below where a newer channel's order starts
+    # (``queue.coalesce``; seller 34 item 6: docs/channels.ru.md quoted it in English)
+    (
+        r"version (?P<v>\d+) is below version (?P<f>\d+), where strict order on this channel "
+        r"starts: never sent",
+        N_(
+            "version {v} is below version {f}, where strict order on this channel starts: "
+            "never sent"
+        ),
     ),
     (
         r"version (?P<v>\d+) never arrived within (?P<t>\S+) s",
@@ -2291,6 +2320,11 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "acquire limit per item)"
         ),
     ),
+    # Ozon's ``updated: true`` for an item: the delivered row's detail (seller 34 item 6)
+    (r"updated", N_("Ozon: updated")),
+    # Wildberries' answer with no text of its own (``wildberries.answers.error_text``): alone,
+    # and inside its other words (``detail_words`` says each value that is it)
+    (r"\(no text\)", N_("(no text)")),
     (
         r"Ozon refused it: more than 10 price updates of this product within an hour; tried "
         r"once more in (?P<w>\d+) s, not charged",
@@ -2460,6 +2494,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "Yandex Market took offer {o} and withholds its price in its price quarantine ({v}): "
             "release it with `exchange withheld release`, or in the cabinet"
+        ),
+    ),
+    # the same on a page, where the message's button releases it (seller 34 item 5:
+    # ``page_words``), never the command the command line names
+    (
+        r"Yandex Market took offer (?P<o>.+) and withholds its price in its price quarantine "
+        r"\((?P<v>.+)\): release it with the «Release to buyers» button, or in the cabinet",
+        N_(
+            "Yandex Market took offer {o} and withholds its price in its price quarantine ({v}): "
+            "release it with the «Release to buyers» button, or in the cabinet"
         ),
     ),
     (
@@ -3104,6 +3148,10 @@ def _field_problems(text: str) -> str:
     return "; ".join(said)
 
 
+# What Wildberries' answer without words of its own is said as (``wildberries.answers``).
+NO_TEXT = "(no text)"
+
+
 def detail_words(text: str) -> str:
     """A history detail in Russian (a ``{name*}`` in the Russian text is itself a detail, said
     in Russian in turn; a ``{name;}`` details apart by "; "; a ``{name+}`` a list of a
@@ -3116,6 +3164,8 @@ def detail_words(text: str) -> str:
             russian = _(message, "ru")
             values = dict(found.groupdict())
             for key in list(values):
+                if values[key] == NO_TEXT:  # Wildberries' answer without words, in Russian
+                    values[key] = _(NO_TEXT, "ru")  # its msgid: the "(no text)" detail above
                 if "{" + key + "*}" in russian:
                     russian = russian.replace("{" + key + "*}", "{" + key + "}")
                     values[key] = detail_words(values[key])

@@ -25,6 +25,7 @@ from exchange.cli.common import (
 )
 from exchange.db.engine import transaction
 from exchange.domain.clock import SystemClock
+from exchange.domain.states import State
 from exchange.i18n import N_, Lang, _, ngettext, pgettext
 from exchange.ops.channels import list_channels
 from exchange.queue import channels as channel_ops
@@ -76,11 +77,7 @@ def channels_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             here = pgettext("channel", "configured", lang)
         else:
             here = pgettext("channel", "not configured", lang)
-        counts = ", ".join(
-            f"{code_name('state', state, lang)} {count}"
-            for state, count in row["counts"].items()
-            if count
-        )
+        counts = ", ".join(_counted(row["counts"], row["awaiting"], lang))
         table.add_row(
             Text(row["name"]),
             row["target"],
@@ -92,6 +89,28 @@ def channels_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if not rows:
         table.caption = _("no channel is registered: exchange migrate registers them", lang)
     out.print(table)
+
+
+# What a delayed delivery waits for (``waits.wait_of``) as ``words.state_said`` names it.
+_WAITS = {"channel": "awaiting", "1c": "awaiting-1c", "person": "awaiting-person"}
+
+
+def _counted(counts: dict[str, int], awaiting: dict[str, int], lang: Lang) -> list[str]:
+    """A channel's deliveries by state in words: the delayed that wait (Ozon's hourly limit, a
+    read-back, 1C's other price type, a person) by what they wait for, never as a retry
+    (``waits.wait_of``: the one rule ``status`` and ``find`` read), the rest as delayed."""
+    said: list[str] = []
+    for state, count in counts.items():
+        waits = awaiting if state == State.DELAYED.value else {}
+        retried = count - sum(waits.values())
+        if retried:
+            said.append(f"{code_name('state', state, lang)} {retried}")
+        said.extend(
+            f"{code_name('state', _WAITS[wait], lang)} {waiting}"
+            for wait, waiting in sorted(waits.items(), key=lambda kv: list(_WAITS).index(kv[0]))
+            if waiting
+        )
+    return said
 
 
 @channels_app.command(

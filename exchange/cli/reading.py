@@ -200,7 +200,7 @@ def status_command(
         if len(by_channel) > 1:
             _table(channels_table(by_channel, lang, settings.display_tz, dropped))
         if figures.counts.get("withheld"):  # contract 13: each with the channel's words
-            listed = withheld_table(engine, lang, settings.display_tz)
+            listed = withheld_table(engine, lang, settings.display_tz, channel=channel)
             if listed is not None:
                 _table(listed)
         _prose(_intake_line(found.intake, lang))

@@ -69,7 +69,7 @@ def withheld_table(
         rows = withheld_rows.on_every_channel(connection, limit=limit, channel_ids=ids)
         names = channel_names(connection)
         targets = targets_by_id(connection)
-        more = withheld_rows.counted(connection) - len(rows) if limit is not None else 0
+        more = withheld_rows.counted(connection, ids) - len(rows) if limit is not None else 0
         # A held price a newer one waits behind is not to be confirmed (Wildberries' price
         # quarantine): its row says what the newer price's history says, not «confirm it».
         waited = behind(connection, rows)

@@ -1,6 +1,7 @@
 """``exchange channels list`` (contract 13): every registered channel, its target, the kinds
 it takes, when it was added and dropped, whether this process has it configured, and its
-deliveries counted by state."""
+deliveries counted by state (a delayed one that waits, not for a retry, counted apart by what
+it waits for: ``waits.wait_of``, ``status``'s rule)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy import Connection, func, select
 from exchange.db.channels import registry
 from exchange.db.schema import deliveries
 from exchange.domain.states import State
+from exchange.ops.status import awaiting_by_kind
 
 
 def delivery_counts(connection: Connection) -> dict[int, dict[str, int]]:
@@ -42,6 +44,13 @@ def list_channels(connection: Connection, configured: Iterable[str]) -> list[dic
             "configured": channel.dropped_at is None and channel.name in names,
             "seed_mark": channel.seed_mark,
             "counts": counts.get(channel.id, {s.value: 0 for s in State}),
+            # of the delayed, those waiting (for the marketplace, 1C or a person), not for a
+            # retry (seller 34 item 3: Ozon's hourly limit is no retry, as ``status`` says)
+            "awaiting": (
+                awaiting_by_kind(connection, [channel.id])
+                if counts.get(channel.id, {}).get(State.DELAYED.value)
+                else {}
+            ),
         }
         for channel in registry(connection)
     ]

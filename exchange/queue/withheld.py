@@ -213,16 +213,18 @@ def unknown(connection: Connection, message_ids: Sequence[str]) -> list[str]:
     return [i for i in message_ids if i not in known]
 
 
-def counted(connection: Connection) -> int:
-    """How many deliveries are withheld on every channel: what ``exchange status``'s list of
-    the first ``SHOWN`` leaves out is said as «и ещё N»."""
-    return int(
-        connection.execute(
-            select(func.count())
-            .select_from(deliveries)
-            .where(deliveries.c.state == State.WITHHELD.value)
-        ).scalar_one()
+def counted(connection: Connection, channel_ids: Sequence[int] | None = None) -> int:
+    """How many deliveries are withheld on every channel (on ``channel_ids``' only where
+    given: ``status --channel``): what ``exchange status``'s list of the first ``SHOWN``
+    leaves out is said as «и ещё N»."""
+    query = (
+        select(func.count())
+        .select_from(deliveries)
+        .where(deliveries.c.state == State.WITHHELD.value)
     )
+    if channel_ids is not None:
+        query = query.where(deliveries.c.channel_id.in_(list(channel_ids)))
+    return int(connection.execute(query).scalar_one())
 
 
 def withheld_on(connection: Connection, message_ids: Sequence[str]) -> list[int]:

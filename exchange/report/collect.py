@@ -22,7 +22,13 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, case, func, select
 
-from exchange.db.on_channels import Channel, channel_ids, channel_targets, listed
+from exchange.db.on_channels import (
+    Channel,
+    channel_ids,
+    channel_names,
+    channel_targets,
+    listed,
+)
 from exchange.db.schema import deliveries, history
 from exchange.domain.states import Event, State
 from exchange.ops.quarantine import Filters, list_quarantined
@@ -104,8 +110,17 @@ def collect(
     rows = list_quarantined(connection, filters)
     extras = _extras(connection, [row["message_id"] for row in rows], filters.channel)
     targets = channel_targets(connection)
+    names = channel_names(connection)
+    several = len(names) > 1
     entries = tuple(
-        _entry(row, extras[row["message_id"]], redactor, targets.get(row["channel"] or ""))
+        _entry(
+            row,
+            extras[row["message_id"]],
+            redactor,
+            targets.get(row["channel"] or ""),
+            names=names,
+            several=several,
+        )
         for row in rows
         # left quarantine between the two reads (PostgreSQL read committed): not listed
         if row["message_id"] in extras
@@ -117,7 +132,7 @@ def collect(
         activity=activity(connection, now, activity_days, zone),
         zone=zone,
         withheld=withheld_count(connection),
-        several_channels=len(channel_ids(connection)) > 1,
+        several_channels=several,
     )
 
 
@@ -168,9 +183,19 @@ def _extras(
 
 
 def _entry(
-    row: dict[str, Any], extra: dict[str, Any], redactor: Redactor, target: str | None = None
+    row: dict[str, Any],
+    extra: dict[str, Any],
+    redactor: Redactor,
+    target: str | None = None,
+    *,
+    names: dict[int, str] | None = None,
+    several: bool = False,
 ) -> Entry:
+    """``names``: the channels' names by id: a channel's entry's history is its channel's
+    rows and 1C's (no channel's), never another channel's (seller 34 item 4: an Ozon entry
+    listed the site's «доставлено» and its last attempt was another channel's)."""
     payload, hidden = redactor.payload(extra["payload"])
+    own = row["channel"]
     events = [
         HistoryEvent(
             at=e["at"],
@@ -190,6 +215,7 @@ def _entry(
             channel_id=e["channel_id"],
         )
         for e in extra["history"]
+        if own is None or e["channel_id"] is None or (names or {}).get(e["channel_id"]) == own
     ]
     return Entry(
         message_id=row["message_id"],
@@ -215,6 +241,7 @@ def _entry(
         # `quarantine cancel --superseded` uses: what the report marks is what that cancels
         superseded_after_quarantine=row["superseded_after_quarantine"],
         history=tuple(events),
+        several_channels=several,
     )
 
 

@@ -76,6 +76,8 @@ class Entry:
     channel: str | None = None
     # that channel's target: a marketplace's advice is the marketplace's (words.on_marketplace)
     target: str | None = None
+    # more than one channel registered: its command names its channel (``--channel``)
+    several_channels: bool = False
 
     @property
     def last_result(self) -> str | None:

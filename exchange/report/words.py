@@ -350,12 +350,17 @@ def next_check(
     return advice
 
 
-def reason_steps(reason: str, lang: Lang) -> dict[str, str]:
+def reason_steps(reason: str, lang: Lang, channels: Sequence[str] = ()) -> dict[str, str]:
     """The steps of a report's summary row for ``reason``: each names the command for all its
-    entries (shown first; ``--yes`` does it), in the report's language."""
+    entries (shown first; ``--yes`` does it), in the report's language; one a channel of
+    ``channels`` with its ``--channel`` (seller 34 item 4: where there are several, the
+    command says which channel's records it acts on)."""
     said = {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
     for step, words in _REASON_STEPS.items():
-        command = f'exchange quarantine {step} --reason {reason} --note "…"'
+        command = "; ".join(
+            f'exchange quarantine {step} --reason {reason}{on} --note "…"'
+            for on in ([f" --channel {c}" for c in channels] or [""])
+        )
         said[step] = _(words, lang).format(command=command)
     return said
 
@@ -365,7 +370,12 @@ def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     workbench export, with the commands in the command line's report; each kind's advice
     where its entries are on channels of different advice (``advice_by_kind``)."""
     targets = {entry.target for entry in report.entries if entry.reason == reason}
-    return advice_by_kind(reason, targets, lang, report.steps or reason_steps(reason, lang))
+    on = {entry.channel for entry in report.entries if entry.reason == reason}
+    # with several channels, each channel's command (intake's record, no channel's: the bare)
+    channels = sorted(c for c in on if c) if report.several_channels and None not in on else []
+    return advice_by_kind(
+        reason, targets, lang, report.steps or reason_steps(reason, lang, channels)
+    )
 
 
 def advice_by_kind(
@@ -440,9 +450,11 @@ def cause(entry: Entry, lang: Lang) -> str | None:
 def command(entry: Entry) -> str:
     """A ready-to-run command for this entry: retry what may go again, cancel the rest."""
     cancel = entry.rejected_row or entry.superseded_after_quarantine
+    # with several channels, the entry's own (seller 34 item 4): the command acts there only
+    on = f" --channel {entry.channel}" if entry.several_channels and entry.channel else ""
     if cancel:
-        return f'exchange quarantine cancel {entry.message_id} --note "…"'
-    return f'exchange quarantine retry {entry.message_id} --note "…"'
+        return f'exchange quarantine cancel {entry.message_id}{on} --note "…"'
+    return f'exchange quarantine retry {entry.message_id}{on} --note "…"'
 
 
 def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) -> str:

@@ -287,3 +287,30 @@ def test_a_seed_says_its_count_once(cli: Cli, db_url: str, engine: Engine, tmp_p
     assert "… 2 deliveries created" in seeded.stderr, describe(seeded)
     assert "… 4 deliveries created" in seeded.stderr, describe(seeded)
     assert (seeded.stdout + seeded.stderr).count("5 deliveries created") == 1, describe(seeded)
+
+
+def test_list_counts_a_wait_for_the_marketplace_apart_from_a_retry(
+    cli: Cli, db_url: str, engine: Engine
+) -> None:
+    """Seller 34 item 3: of three delayed deliveries, two wait for the marketplace (their last
+    delaying event ``awaiting-outcome``: Ozon's hourly limit) and one for a retry: ``channels
+    list`` says «ждёт площадку 2» and «отложено (повтор) 1», by ``status``'s one wait rule."""
+    taken(engine, 3)
+    with transaction(engine) as connection:
+        rows = connection.execute(select(deliveries.c.message_pk, deliveries.c.channel_id)).all()
+        connection.execute(deliveries.update().values(state="delayed"))
+        for n, row in enumerate(rows):
+            connection.execute(
+                history.insert().values(
+                    message_pk=row.message_pk,
+                    channel_id=row.channel_id,
+                    at=SystemClock().now(),
+                    event="retry-scheduled" if n == 0 else "awaiting-outcome",
+                    from_state="in_progress",
+                    to_state="delayed",
+                )
+            )
+    assert listed(cli, db_url)["api"]["awaiting"] == {"channel": 2}
+    russian = cli("channels", "list", db=db_url, env={"EXCHANGE_LANG": "ru"})
+    assert "ждёт площадку 2" in russian.stdout, describe(russian)
+    assert "отложено (повтор) 1" in russian.stdout, describe(russian)

@@ -622,3 +622,26 @@ def test_status_of_one_channel_lists_only_the_processes_serving_it(
         f"proc-second/{NOW_NAME}",
         "proc-alone",
     }, describe(every)
+
+
+def test_status_of_one_channel_lists_that_channels_withheld_prices_only(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Seller 34 item 2: SKU-2 withheld on ``second`` and SKU-REJ on ``api``: ``status
+    --channel api`` lists api's withheld price, never second's; without ``--channel`` both."""
+    _second(engine, scenario.sku2, state="withheld")
+    with transaction(engine) as connection:
+        pk = connection.execute(
+            select(messages.c.id).where(messages.c.message_id == scenario.sku_rejected)
+        ).scalar_one()
+        api = connection.execute(select(channels.c.id).where(channels.c.name == "api")).scalar_one()
+        connection.execute(
+            update(deliveries)
+            .where(deliveries.c.message_pk == pk, deliveries.c.channel_id == api)
+            .values(state="withheld", reason=None)
+        )
+    every = cli("status", db=db_url)
+    assert scenario.sku2 in every.stdout and scenario.sku_rejected in every.stdout, describe(every)
+    one = cli("status", "--channel", "api", db=db_url)
+    assert scenario.sku_rejected in one.stdout, describe(one)
+    assert scenario.sku2 not in one.stdout, describe(one)

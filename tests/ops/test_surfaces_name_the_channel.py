@@ -20,7 +20,7 @@ from rich.console import Console
 from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
-from exchange.db.schema import channels, deliveries, messages, workers
+from exchange.db.schema import channels, deliveries, history, messages, workers
 from exchange.dev.testing import raw_row, stage
 from exchange.domain.policy import DEFAULT_KINDS, KindPolicies
 from exchange.domain.states import State
@@ -39,7 +39,12 @@ from exchange.queue.deliveries import one_channel
 from exchange.report import collect
 from exchange.report.formats.csv import render_csv
 from exchange.report.formats.json import render_json
-from exchange.report.words import COLUMNS, detail_columns
+from exchange.report.words import (
+    COLUMNS,
+    detail_columns,
+    entry_next_check,
+    summary_next_check,
+)
 from tests.support.second_channel import two_channels
 
 NOW = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
@@ -372,3 +377,42 @@ def test_a_channel_with_due_work_and_no_live_worker_is_its_own_cause(engine: Eng
             update(workers).where(workers.c.worker_id == "w2/second").values(heartbeat_at=NOW)
         )
     assert not [c for c in found() if c.code.startswith("no-live-worker")]
+
+
+def test_a_channels_report_entry_has_its_channels_history_attempt_and_command(
+    scene: Engine,
+) -> None:
+    """Seller 34 item 4: SKU-1 delivered on ``api`` a minute ago and quarantined on ``second``
+    ten minutes ago: ``second``'s entry lists its own rows and 1C's (no channel's), never the
+    site's «доставлено»; its last attempt is its own; its commands name ``--channel second``."""
+    with transaction(scene) as connection:
+        ids = dict(connection.execute(select(channels.c.name, channels.c.id)).all())
+        pk = connection.execute(
+            select(deliveries.c.message_pk).where(
+                deliveries.c.channel_id == ids["second"], deliveries.c.state == "quarantined"
+            )
+        ).scalar_one()
+        for channel, minutes, event, code in (
+            ("second", 10, "quarantined", 422),
+            ("api", 1, "delivered", 200),
+        ):
+            connection.execute(
+                insert(history).values(
+                    message_pk=pk,
+                    channel_id=ids[channel],
+                    at=NOW - timedelta(minutes=minutes),
+                    event=event,
+                    attempt=1,
+                    http_status=code,
+                )
+            )
+    with transaction(scene, read_only=True) as connection:
+        data = collect.collect(connection, Filters(), NOW)
+    entry = next(e for e in data.entries if e.channel == "second")
+    assert {e.channel_id for e in entry.history} <= {ids["second"], None}
+    assert "delivered" not in [e.event for e in entry.history]
+    assert entry.last_attempt == NOW - timedelta(minutes=10)
+    said = entry_next_check(entry, "en")
+    assert f"exchange quarantine retry {entry.message_id} --channel second" in said, said
+    summary = summary_next_check(data, "http-422", "en")
+    assert "--reason http-422 --channel second" in summary, summary

@@ -560,3 +560,25 @@ def test_a_paused_channels_row_has_no_estimate_from_the_pace_before_the_pause(
     row = page.split('id="channel-second"')[1].split("</tr>")[0]
     assert "доставка приостановлена: срок не оценить" in row, row
     assert "при нынешней скорости" not in row, row
+
+
+def test_a_channels_refusal_pauses_only_its_own_rows_estimate(
+    serve: Callable[..., Any], db: Engine, tmp_path: Path
+) -> None:
+    """Seller 34 item 1: ``second``'s key refused (its loop paused) while ``api`` runs: the
+    «Каналы» table says «доставка приостановлена» on ``second``'s row only, never on ``api``'s
+    (``status``'s rule: each channel's own pause, ``channel_status.backlog_cell``)."""
+    base = _channels_served(serve, db, tmp_path)
+    _loop_row(db, "api")
+    _loop_row(
+        db,
+        "second",
+        paused_reason="HTTP 401: the key is refused",
+        paused_at=datetime.now(UTC),
+        pause_cause="woo-key",
+    )
+    page = html.unescape(signed_in(base, "olga").get("/").text)
+    second = page.split('id="channel-second"')[1].split("</tr>")[0]
+    assert "доставка приостановлена: срок не оценить" in second, second
+    api = page.split('id="channel-api"')[1].split("</tr>")[0]
+    assert "приостановлена" not in api, api

@@ -100,3 +100,32 @@ def test_a_withheld_messages_page_says_it_waits_for_a_persons_release_in_the_cha
     assert "не ждёт решения оператора" not in reason, reason
     assert "ждёт" in reason and "Выпустить к покупателям" in reason, reason
     assert "придержал" in reason, reason  # the channel's words
+
+
+YM_WITHHELD = (
+    "Yandex Market took offer 'S1' and withholds its price in its price quarantine "
+    "(PRICE_CHANGE): release it with `exchange withheld release`, or in the cabinet"
+)
+
+
+def test_a_yandex_withheld_price_on_a_page_names_the_release_button_not_the_command(
+    serve: Callable[..., Any], db_url: str, db: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Seller 34 item 5: Yandex Market's words on a withheld price name the command line's
+    `exchange withheld release`; on the message's page they name its button «Выпустить к
+    покупателям» instead (the command line keeps the command: ``words.page_words``)."""
+    mid = _withheld(db_url, db, withholding_site)
+    with transaction(db) as connection:
+        pk = connection.execute(
+            select(messages.c.id).where(messages.c.message_id == mid)
+        ).scalar_one()
+        connection.execute(
+            history.update()
+            .where(history.c.message_pk == pk, history.c.detail.is_not(None))
+            .values(detail=YM_WITHHELD)
+        )
+    base = serve(site_url=withholding_site.url, site_token=TOKEN)
+    add_operator(db, "olga", "operator")
+    page = html.unescape(signed_in(base, "olga").get(f"/message/{mid}").text)
+    assert "кнопкой «Выпустить к покупателям» или в кабинете" in page, page
+    assert "exchange withheld release" not in page, page

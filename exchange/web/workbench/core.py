@@ -34,12 +34,12 @@ from exchange.web.throttle import Limits, Throttle
 from exchange.words import (
     WORDS,
     Lang,
-    error_words,
     event_said,
     messages_counted,
     money,
     on_marketplace,
     page_steps,
+    page_words,
     source_words,
     state_said,
     unset_fact,
@@ -229,7 +229,8 @@ class Core:
             state_n=lambda state, waits=False, on_1c=False, on_person=False: state_said(
                 state, lang, awaiting=bool(waits), on_1c=bool(on_1c), on_person=bool(on_person)
             ),
-            said=lambda text: error_words(text, lang),
+            # a detail as a page says it: a button where the command line names a command
+            said=lambda text: page_words(text, lang),
             # the estimate is the last delayed delivery's due time (``ops.backlog``)
             waits_for_its_time=waits_for_its_time,
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
