@@ -82,7 +82,12 @@ def test_a_release_acts_on_the_named_channel_else_the_one_withholding_else_asks_
         env=two.env,
     )
     assert named.returncode == 0, describe(named)
-    assert "price-quarantine/confirm" in named.stdout, describe(named)
+    # Asked again, or found live: Yandex applies the first confirm when it will (the simulator
+    # after its scaled delay; a loaded CI run was slower than it once), and either is the
+    # named channel's own answer
+    assert "price-quarantine/confirm" in named.stdout or "already live" in named.stdout, describe(
+        named
+    )
 
     # The site's delivery is delivered: named, it is judged by the site's own state.
     again = cli(
