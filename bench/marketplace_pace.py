@@ -421,6 +421,7 @@ def ym_sim(sh: Shape) -> Any:
 
 def ym_target(sim: Any, engine: Engine, sh: Shape) -> Target:
     from exchange.db.known_prices import DbKnownPrices
+    from exchange.targets.yandex_market.pace import PAST_UNTIL
     from exchange.targets.yandex_market.target import ACCEPTED, YandexMarketTarget
 
     return YandexMarketTarget(
@@ -433,6 +434,11 @@ def ym_target(sim: Any, engine: Engine, sh: Shape) -> Target:
         apply_timeout=600.0 / sh.scale,
         known=DbKnownPrices(engine, None, awaiting_receipt=ACCEPTED),
         max_offers=sh.items,
+        # The margin past Yandex's Until (whole seconds of a real minute: 1.25 s of its 60)
+        # scaled with the minute: the simulator's Until is its window's exact end, and 1.25
+        # real seconds past every window of one second held each window's updates to one in
+        # two windows (0.5 of the allowed rate, from ``told`` on every answer).
+        past_until=PAST_UNTIL / sh.scale,
     )
 
 

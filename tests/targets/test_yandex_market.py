@@ -409,6 +409,39 @@ def test_a_420_for_the_budget_holds_until_x_ratelimit_resource_until() -> None:
     assert PAST_UNTIL == budget.hold_until(wall - timedelta(seconds=1)), "never at once"
 
 
+def test_the_margin_past_until_is_the_targets_own_and_a_scaled_bench_passes_its_own() -> None:
+    """Bench marketplace_pace (Yandex Market at 0.51 of the allowed rate): its simulator's
+    minute lasts a second and its Until is its window's exact end, so the real margin past a
+    moment Yandex names (PAST_UNTIL, 1.25 s: whole seconds of a real minute) held every
+    window's updates for a second one (``told``: Remaining 0 after each window's two
+    requests). The margin is the target's (``past_until``), the bench passing it scaled; the
+    real one stays the default, for ``told`` and a 420's hold alike."""
+    from bench.marketplace_pace import shape, ym_target
+
+    clock = Clock()
+    wall = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    until = wall + timedelta(seconds=1)
+    real = OfferBudget(12_000, window=1.0, monotonic=clock, sleep=clock.sleep, wall=lambda: wall)
+    scaled = OfferBudget(
+        12_000, window=1.0, monotonic=clock, sleep=clock.sleep, wall=lambda: wall, past_until=0.02
+    )
+    for budget in (real, scaled):
+        budget.told(0, until)
+    assert 1 + PAST_UNTIL == real.wait(100, clock.now)
+    assert 1.02 == pytest.approx(scaled.wait(100, clock.now))
+    assert 1.02 == pytest.approx(scaled.hold_until(until))
+    sim = YmSimulator(KEY, BUSINESS, clock=SimClock(60.0))
+    made = ym_target(sim, None, shape("yandex-market", 5000))  # type: ignore[arg-type]
+    try:
+        budgets = (made.budget, made.read_budget, made.quarantine_budget, made.confirm_budget)
+        assert {PAST_UNTIL / 60.0} == {b.past_until for b in budgets} == {made.past_until}
+        default = target(sim)
+        assert PAST_UNTIL == default.budget.past_until == default.past_until
+        asyncio.run(default.aclose())
+    finally:
+        asyncio.run(made.aclose())
+
+
 def test_a_lower_after_a_420_counts_the_refused_offers_only_until_the_moment_named() -> None:
     """Review (Yandex Market hang): 40 offers refused with 420, its Resource-Limit 20 and its
     Until 5 s away. The refused offers count (§3.3: client errors decrement the resource) until
@@ -2071,10 +2104,12 @@ def test_a_quarantine_read_meeting_a_420_for_its_budget_waits_and_the_price_is_d
     ym: YmSimulator,
 ) -> None:
     """§3.3: the quarantine list's own resource, spent by another program: the read-back of
-    an accepted price waits until past X-RateLimit-Resource-Until (within the send: the
-    minute lasts two seconds) and lists again, and the price ends delivered in that send,
-    never withheld nor charged. The old code listed again at once, refused four times, and
-    left the price awaiting the next read, its updates' budget held for the list's minute."""
+    an accepted price meets one 420, and its next list waits until past
+    X-RateLimit-Resource-Until (the minute lasts two seconds) outside the send
+    (``READ_PATIENCE``: a read never holds the worker's next updates): the price awaits,
+    uncharged, due when the hold ends, and is delivered then, never withheld nor charged. The
+    old code listed again at once, refused four times, and left the price awaiting the next
+    read, its updates' budget held for the list's minute."""
     message = price("SKU-1", 1, "1000")
 
     async def scenario(t: YandexMarketTarget) -> tuple[list[Classification], float]:
@@ -2088,14 +2123,51 @@ def test_a_quarantine_read_meeting_a_420_for_its_budget_waits_and_the_price_is_d
                 headers={"Api-Key": KEY},
             )
         assert 200 == spent.status_code
-        found = await t.send([message])
-        return found, t.budget.wait(1, t._monotonic())
+        (held,) = await t.send([message])
+        assert Verdict.AWAITING == held.verdict, held
+        assert 2 == ym.requests["price-quarantine"], "another's, then one 420"
+        update_wait = t.budget.wait(1, t._monotonic())
+        assert held.again_in is not None and held.again_in <= 2 + PAST_UNTIL + 1, held
+        await asyncio.sleep(held.again_in)
+        return await t.send([message]), update_wait
 
     found, update_wait = run(lambda: target(ym), scenario)
     assert [Verdict.DELIVERED] == verdicts(found), found
     assert 3 == ym.requests["price-quarantine"], "another's, one 420, then listed"
     assert 1 == ym.requests["offer-prices/updates"]
     assert 0.0 == update_wait, "the updates' budget is not the quarantine list's"
+
+
+def test_a_read_back_in_a_send_never_waits_for_its_budget_so_the_next_updates_never_do(
+    ym: YmSimulator,
+) -> None:
+    """Bench marketplace_pace (Yandex Market at 0.78 of the allowed rate on PostgreSQL): the
+    read-backs' budget is spent as fast as the updates' (each accepted offer read back once),
+    and a lease of read-backs alone waited for it inside the send, most of a window, the
+    worker's next lease of updates behind it. A read in a send waits for nothing
+    (``READ_PATIENCE``): held by its budget it never goes, the price awaits uncharged, due
+    when the budget has room (not counted as a read: its next wait does not double), and
+    is read and delivered then."""
+    clock = Clock()
+    message = price("SKU-1", 1, "1000")
+
+    async def scenario(t: YandexMarketTarget) -> tuple[Classification, Classification, int]:
+        (took,) = await t.send([message])
+        assert Verdict.AWAITING == took.verdict
+        t.read_budget.spend(t.read_budget.limit, clock.now)  # this window's reads are spent
+        (held,) = await t.send([message])
+        remembered = t._accepted.get(message.message_id)
+        reads = -1 if remembered is None else remembered.reads  # -1: read already
+        clock.now += held.again_in or 0.0
+        (found,) = await t.send([message])
+        return held, found, reads
+
+    held, found, reads = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert [] == clock.slept, "the send never waited"
+    assert (Verdict.AWAITING, 2.0) == (held.verdict, held.again_in), held  # 1.2 s, whole
+    assert "read again" in held.detail and 0 == reads, held
+    assert Verdict.DELIVERED == found.verdict, found
+    assert 1 == ym.requests["offer-prices"], "the held read never went"
 
 
 @pytest.mark.parametrize("ym", [{"switches": {"parallel": 2}}], indirect=True, ids=["two-at-once"])

@@ -82,7 +82,11 @@ class OfferBudget:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        past_until: float = PAST_UNTIL,
     ) -> None:
+        """``past_until``: seconds waited past a moment Yandex names (``PAST_UNTIL``); a
+        simulator whose minute is scaled down to a second names the exact end of its window,
+        and a margin of a real second and a quarter would be more than its whole window."""
         if per_minute < 1:
             raise ValueError("per_minute must be at least 1")
         self.per_minute = per_minute
@@ -91,6 +95,7 @@ class OfferBudget:
         self.window = min(WINDOW, max(window, 0.001))
         self.limit = max(1, int(per_minute * self.window / WINDOW + 1e-9))
         self._monotonic, self._sleep, self._wall = monotonic, sleep, wall
+        self.past_until = max(0.0, past_until)
         self._sent: collections.deque[tuple[float, int]] = collections.deque()
         self._used = 0
         self._held_until = -float("inf")
@@ -138,10 +143,10 @@ class OfferBudget:
         if remaining is None or moment is None:
             return
         left = (moment - self._wall()).total_seconds()
-        if left + PAST_UNTIL <= 0:
+        if left + self.past_until <= 0:
             return
         self._left = remaining
-        self._left_until = self._monotonic() + min(LONGEST_HOLD, max(0.0, left) + PAST_UNTIL)
+        self._left_until = self._monotonic() + min(LONGEST_HOLD, max(0.0, left) + self.past_until)
 
     async def take(self, offers: int, *, most: float | None = None) -> None:
         """Wait until ``offers`` fit, then count them as sent. ``most``: seconds to wait at
@@ -194,7 +199,7 @@ class OfferBudget:
             seconds = WINDOW
         else:
             left = max(0.0, (moment - self._wall()).total_seconds())
-            seconds = min(LONGEST_HOLD, left + PAST_UNTIL)
+            seconds = min(LONGEST_HOLD, left + self.past_until)
         now = self._monotonic()
         self._held_until = max(self._held_until, now + seconds)
         self._refused_at = now

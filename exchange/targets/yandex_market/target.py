@@ -131,6 +131,13 @@ log = logging.getLogger(__name__)
 _PATIENCE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "ym_patience", default=None
 )
+# Seconds a read-back (and its quarantine list) of accepted updates waits for its budget inside
+# a send: none. The read budget is spent as fast as the updates' (every accepted offer is read
+# back once), so a lease of read-backs alone found it spent; waiting there held the worker,
+# and the next lease's updates with it, for most of a window (bench marketplace_pace: 0.78 of
+# Yandex's allowed rate on PostgreSQL). Held, a read goes back uncharged, read again when the
+# budget has room (``Later``: nothing counted, nothing sent).
+READ_PATIENCE = 0.0
 
 PRODUCTION_URL = "https://api.partner.market.yandex.ru"
 USER_AGENT = "exchange/0.1"
@@ -402,6 +409,7 @@ class YandexMarketTarget:
         quarantine_wait: float = 300.0,
         spent: Callable[[str], SharedHold] | None = None,
         slots: SharedSlots = NO_SHARED_SLOTS,
+        past_until: float = PAST_UNTIL,
     ) -> None:
         """``max_offers``: offers a request at most (Yandex's 500; fewer where a minute of the
         budget cannot hold 500, as a bench's scaled simulator whose minute lasts a second).
@@ -450,18 +458,34 @@ class YandexMarketTarget:
         window = max(1.0, 60.0 * self.per_request / offers_per_minute)
         read_window = max(1.0, 60.0 * self.per_read / offers_per_minute)
         self.budget = OfferBudget(
-            offers_per_minute, window=window, monotonic=monotonic, sleep=sleep
+            offers_per_minute,
+            window=window,
+            monotonic=monotonic,
+            sleep=sleep,
+            past_until=past_until,
         )
         self.read_budget = OfferBudget(
-            offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
+            offers_per_minute,
+            window=read_window,
+            monotonic=monotonic,
+            sleep=sleep,
+            past_until=past_until,
         )
         # §3.3: a resource a method; the quarantine list's and the confirm's figures are not
         # in the research: the read's. Each holds its own 420's Until.
         self.quarantine_budget = OfferBudget(
-            offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
+            offers_per_minute,
+            window=read_window,
+            monotonic=monotonic,
+            sleep=sleep,
+            past_until=past_until,
         )
         self.confirm_budget = OfferBudget(
-            offers_per_minute, window=read_window, monotonic=monotonic, sleep=sleep
+            offers_per_minute,
+            window=read_window,
+            monotonic=monotonic,
+            sleep=sleep,
+            past_until=past_until,
         )
         self.parallel = Parallel(parallel)
         self.slots = slots
@@ -477,6 +501,7 @@ class YandexMarketTarget:
         }
         self._monotonic = monotonic
         self._now = now
+        self.past_until = max(0.0, past_until)
         self._accepted: dict[str, _Accepted] = {}
         # Messages found not applied in time: sent on their next lease while their receipt
         # still says what it said then (a release that charged nothing, e.g. a probe, keeps
@@ -600,7 +625,11 @@ class YandexMarketTarget:
             for wave in waves:
                 answers_.update(await self._update(wave))
         if to_read:
-            answers_.update(await self._read_accepted(to_read))
+            patience = _PATIENCE.set(READ_PATIENCE)
+            try:
+                answers_.update(await self._read_accepted(to_read))
+            finally:
+                _PATIENCE.reset(patience)
         return [answers_[m.message_id] for m in messages]
 
     def _remembered(self, message: OutgoingMessage) -> _Accepted | None:
@@ -1439,6 +1468,17 @@ class YandexMarketTarget:
         doubling, at most ``ym_apply_timeout``/10."""
         return float(min(self.apply_timeout / 10, (self.apply_timeout / 40) * 2.0 ** min(reads, 8)))
 
+    def _read_again(self, a: _Accepted, whole: _Whole) -> float:
+        """Seconds until an accepted item whose read ``whole`` stopped is read again: held by
+        our own budget (it never went: ``READ_PATIENCE``), when the budget has room, not
+        counted as a read; otherwise the next read's wait (``_wait``), at least until a
+        420's hold ends."""
+        again = whole.classification.again_in or 0.0
+        if whole.held and again > 0:
+            return again
+        a.reads += 1
+        return max(self._wait(a.reads), again)
+
     def _forget_old(self) -> None:
         """Items accepted long ago whose messages never came back (superseded, cancelled)."""
         limit = self._monotonic() - 2 * self.apply_timeout - 60
@@ -1472,10 +1512,9 @@ class YandexMarketTarget:
                         said = replace(said, receipt=NOT_APPLIED)  # its next attempt sends
                     out[m.message_id] = said
                 else:
-                    a.reads += 1
                     out[m.message_id] = _accepted(
                         f"the read-back failed ({whole.classification.detail}); read again",
-                        max(self._wait(a.reads), whole.classification.again_in or 0.0),
+                        self._read_again(a, whole),
                     )
             if not pending:
                 return out
@@ -1495,6 +1534,7 @@ class YandexMarketTarget:
         listed: dict[str, _Listed] = {}
         unlisted: set[str] = set()  # offers the quarantine list could not be read for
         cannot = ""
+        unread_list: _Whole | None = None
         try:
             listed = await self._quarantined(ask) if ask else {}
         except _Whole as whole:
@@ -1503,6 +1543,7 @@ class YandexMarketTarget:
             listed = whole.listed
             unlisted = set(ask) - whole.listed_asked
             cannot = whole.classification.detail
+            unread_list = whole
         for m, a in pending:
             seen = shown.get(a.offer)
             if (seen is None or not seen.found) and m.message_id not in late:
@@ -1533,11 +1574,10 @@ class YandexMarketTarget:
                 )
                 continue
             if m.message_id in as_sent or m.message_id in late:
-                if a.offer in unlisted:
-                    a.reads += 1
+                if a.offer in unlisted and unread_list is not None:
                     out[m.message_id] = _accepted(
                         f"the quarantine list could not be read ({cannot}); read again",
-                        self._wait(a.reads),
+                        self._read_again(a, unread_list),
                     )
                     continue
                 entry = listed.get(a.offer)
@@ -1745,7 +1785,7 @@ class YandexMarketTarget:
         hold = self._spent[method]
         if hold is NO_SHARED_HOLD or until is None:
             return
-        moment = until + timedelta(seconds=PAST_UNTIL)
+        moment = until + timedelta(seconds=self.past_until)
         if moment <= self._now() and limit is None:
             return
         try:
@@ -1873,7 +1913,7 @@ class YandexMarketTarget:
                 # budget named when it cuts this request (their shares divide that one).
                 await self._spend_told(
                     method,
-                    self._now() + timedelta(seconds=held - PAST_UNTIL),
+                    self._now() + timedelta(seconds=held - self.past_until),
                     limit if too_big else None,
                 )
                 if limit is not None and too_big:
