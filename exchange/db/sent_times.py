@@ -26,10 +26,13 @@ superseded version keeps: a restart still waits the product's hour after a refus
 
 A send whose answer was lost (Ozon may still apply it, research §1.5) adds a word after its
 mark (``lost``: ``ozon-lost:<time>:<prices>``, exchange/targets/marketplace/late.py), whatever
-becomes of the delivery after (delayed, superseded, quarantined); the SKU's next send reads it
-(``lost_since``) and waits for Ozon to show those prices. ``settle`` takes it out once Ozon
-shows them; the next mark written on that delivery (``reserve``) drops it too, and a word past
-the target's bound is not read.
+becomes of the delivery after (delayed, superseded, quarantined, cancelled by ``channels
+drop``); the SKU's next send reads it (``lost_since``) and waits for Ozon to show those prices.
+It is read, and taken out, over the account's channels as the hour is (``account_ids``): Ozon
+may still apply a lost send of a channel dropped since over the price of the one added again
+under its name (review ozon 35). ``settle`` takes it out once Ozon shows them; the next mark
+written on that delivery (``reserve``) drops it too, and a word past the target's bound is not
+read.
 
 ``unsettled_since`` serves the ``yandex-market`` target's ``EarlierSends`` port
 (exchange/targets/yandex_market/target.py): the channel's updates of a SKU's prices that may
@@ -237,23 +240,29 @@ class DbSentTimes:
     def lost_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
     ) -> dict[str, list[str]]:
-        """For each of ``skus``, the receipts of its deliveries on the channel recorded since
-        ``moment`` (any state: a lost send's delivery superseded since still names it) that
-        hold a word beginning with ``prefix`` after the first (``lost``)."""
+        """For each of ``skus``, the receipts of its deliveries on the account's channels
+        (``account_ids``: a lost send of a channel dropped since may still land over the price
+        of the one added again under its name) recorded since ``moment`` (any state: a lost
+        send's delivery superseded or cancelled since still names it) that hold a word
+        beginning with ``prefix`` after the first (``lost``)."""
         return self._receipts(
-            skus, moment, deliveries.c.receipt.contains(" " + prefix, autoescape=True)
+            skus,
+            moment,
+            deliveries.c.receipt.contains(" " + prefix, autoescape=True),
+            account=True,
         )
 
     def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
         """The lost sends ``words`` (``lost``'s) landed, or their wait is over: each taken out
-        of the receipts of these SKUs' deliveries on the channel, committed."""
+        of the receipts of these SKUs' deliveries on the account's channels (``lost_since``'s),
+        committed."""
         wanted = sorted(set(skus))
         said = sorted(set(words))
         if not wanted or not said:
             return
         d = deliveries.c
         with transaction(self.engine) as connection:
-            ids = channel_ids(connection, self.channel)
+            ids = account_ids(connection, self.channel)
             for start in range(0, len(wanted), CHUNK):
                 of_skus = select(aggregates.c.id).where(
                     aggregates.c.sku.in_(wanted[start : start + CHUNK])
@@ -287,8 +296,8 @@ class DbSentTimes:
         *,
         account: bool = False,
     ) -> dict[str, list[str]]:
-        """Per SKU, the receipts ``matching`` of its deliveries on the channel updated since
-        ``moment`` (any state)."""
+        """Per SKU, the receipts ``matching`` of its deliveries on the channel (``account``: on
+        the account's channels, ``account_ids``) updated since ``moment`` (any state)."""
         wanted = sorted(set(skus))
         found: dict[str, list[str]] = {}
         d = deliveries.c
