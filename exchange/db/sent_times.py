@@ -36,12 +36,13 @@ read.
 
 ``unsettled_since`` serves the ``yandex-market`` target's ``EarlierSends`` port
 (exchange/targets/yandex_market/target.py): the channel's updates of a SKU's prices that may
-still land on the marketplace, whichever worker sent them. A delivery is one when its receipt
-begins with one of the prefixes the target names (what it writes for a send taken but not shown
-yet, or whose answer never came) and it has not ended shown (delivered, or withheld: the
-marketplace decided it), or when it is in flight though not the asking batch's (on a
-marketplace channel one item per SKU is in flight: another one in flight is a crashed worker's
-request, its outcome unknown). ``updated_at`` is at or after the moment the update was sent, so
+still land on the marketplace, whichever worker sent them, and those of a channel of its name
+dropped since (``account_ids``: the offer is the business's, not the channel row's; review
+ozon 35's shape). A delivery is one when its receipt begins with one of the prefixes the target
+names (what it writes for a send taken but not shown yet, or whose answer never came) and it has
+not ended shown (delivered, or withheld: the marketplace decided it), or when it is in flight
+though not the asking batch's (on a marketplace channel one item per SKU is in flight: another
+one in flight is a crashed worker's request, its outcome unknown). ``updated_at`` is at or after the moment the update was sent, so
 ``updated_at >= moment`` keeps every send since ``moment`` (and a few older ones: the target
 reads the time its receipt names)."""
 
@@ -325,10 +326,12 @@ class DbSentTimes:
         prefixes: Iterable[str],
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]:
-        """Per SKU, the receipts of the channel's deliveries of its prices updated since
-        ``moment`` that may still land: a receipt beginning with one of ``prefixes`` and not
-        ended shown (delivered, withheld), or in flight (its receipt, None when it has none);
-        the messages ``leaving_out`` (the asking batch's) left out."""
+        """Per SKU, the receipts of the deliveries of its prices on the account's channels
+        (``account_ids``: the channel's, and a dropped one's of its name, whose update may
+        still land over the price of the channel added again) updated since ``moment`` that
+        may still land: a receipt beginning with one of ``prefixes`` and not ended shown
+        (delivered, withheld), or in flight (its receipt, None when it has none); the messages
+        ``leaving_out`` (the asking batch's) left out."""
         wanted = sorted(set(skus))
         starts = list(prefixes)
         mine = sorted(set(leaving_out))
@@ -343,7 +346,7 @@ class DbSentTimes:
             and_(d.state == State.IN_PROGRESS.value, d.attempts > 0),
         )
         with self.engine.connect() as connection:
-            ids = channel_ids(connection, self.channel)
+            ids = account_ids(connection, self.channel)  # a dropped channel's may land too
             for start in range(0, len(wanted), CHUNK):
                 query = (
                     select(aggregates.c.sku, d.receipt)
