@@ -42,9 +42,9 @@ ozon 35's shape). A delivery is one when its receipt begins with one of the pref
 names (what it writes for a send taken but not shown yet, or whose answer never came) and it has
 not ended shown (delivered, or withheld: the marketplace decided it), or when it is in flight
 though not the asking batch's (on a marketplace channel one item per SKU is in flight: another
-one in flight is a crashed worker's request, its outcome unknown). ``updated_at`` is at or after the moment the update was sent, so
-``updated_at >= moment`` keeps every send since ``moment`` (and a few older ones: the target
-reads the time its receipt names)."""
+one in flight is a crashed worker's request, its outcome unknown). ``updated_at`` is at or after
+the moment the update was sent, so ``updated_at >= moment`` keeps every send since ``moment``
+(and a few older ones: the target reads the time its receipt names)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, and_, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
@@ -21,12 +21,9 @@ from exchange.settings import Settings
 
 def live_id(engine: Engine, name: str) -> int:
     """The id of the channel ``name`` not dropped."""
+    live = and_(channels.c.name == name, channels.c.dropped_at.is_(None))
     with transaction(engine, read_only=True) as connection:
-        return int(
-            connection.execute(
-                select(channels.c.id).where(channels.c.name == name, channels.c.dropped_at.is_(None))
-            ).scalar_one()
-        )
+        return int(connection.execute(select(channels.c.id).where(live)).scalar_one())
 
 
 def drop_and_add_again(settings: Settings, engine: Engine, name: str, now: datetime) -> int:
