@@ -87,9 +87,11 @@ def channel_ids(connection: Connection, channel: Channel = None) -> list[int]:
 
 def account_ids(connection: Connection, channel: Channel = None) -> list[int]:
     """The channels whose sends count against one marketplace account's limits with
-    ``channel``'s (Ozon's 10 updates of a product an hour, research §1.3): ``channel_ids``'s,
-    and every channel of the same name and target dropped before (review ozon 34b: a channel
-    dropped and added again under its name would forget the hour's sends of the account).
+    ``channel``'s (Ozon's 10 updates of a product an hour, research §1.3), and whose sends may
+    still land on its goods (an Ozon send whose answer was lost, a Yandex update not shown
+    yet): ``channel_ids``'s, and every channel of the same name and target dropped before
+    (review ozon 34b: a channel dropped and added again under its name would forget the hour's
+    sends of the account; review ozon 35: the dropped one's lost send landed over its price).
     The registry keeps no account (Ozon's Client-Id is the configuration's), so the name is
     what ties them: two channels of different names on one account are counted apart."""
     ids = channel_ids(connection, channel)

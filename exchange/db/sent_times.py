@@ -26,21 +26,25 @@ superseded version keeps: a restart still waits the product's hour after a refus
 
 A send whose answer was lost (Ozon may still apply it, research §1.5) adds a word after its
 mark (``lost``: ``ozon-lost:<time>:<prices>``, exchange/targets/marketplace/late.py), whatever
-becomes of the delivery after (delayed, superseded, quarantined); the SKU's next send reads it
-(``lost_since``) and waits for Ozon to show those prices. ``settle`` takes it out once Ozon
-shows them; the next mark written on that delivery (``reserve``) drops it too, and a word past
-the target's bound is not read.
+becomes of the delivery after (delayed, superseded, quarantined, cancelled by ``channels
+drop``); the SKU's next send reads it (``lost_since``) and waits for Ozon to show those prices.
+It is read, and taken out, over the account's channels as the hour is (``account_ids``): Ozon
+may still apply a lost send of a channel dropped since over the price of the one added again
+under its name (review ozon 35). ``settle`` takes it out once Ozon shows them; the next mark
+written on that delivery (``reserve``) drops it too, and a word past the target's bound is not
+read.
 
 ``unsettled_since`` serves the ``yandex-market`` target's ``EarlierSends`` port
 (exchange/targets/yandex_market/target.py): the channel's updates of a SKU's prices that may
-still land on the marketplace, whichever worker sent them. A delivery is one when its receipt
-begins with one of the prefixes the target names (what it writes for a send taken but not shown
-yet, or whose answer never came) and it has not ended shown (delivered, or withheld: the
-marketplace decided it), or when it is in flight though not the asking batch's (on a
-marketplace channel one item per SKU is in flight: another one in flight is a crashed worker's
-request, its outcome unknown). ``updated_at`` is at or after the moment the update was sent, so
-``updated_at >= moment`` keeps every send since ``moment`` (and a few older ones: the target
-reads the time its receipt names)."""
+still land on the marketplace, whichever worker sent them, and those of a channel of its name
+dropped since (``account_ids``: the offer is the business's, not the channel row's; review
+ozon 35's shape). A delivery is one when its receipt begins with one of the prefixes the target
+names (what it writes for a send taken but not shown yet, or whose answer never came) and it has
+not ended shown (delivered, or withheld: the marketplace decided it), or when it is in flight
+though not the asking batch's (on a marketplace channel one item per SKU is in flight: another
+one in flight is a crashed worker's request, its outcome unknown). ``updated_at`` is at or after
+the moment the update was sent, so ``updated_at >= moment`` keeps every send since ``moment``
+(and a few older ones: the target reads the time its receipt names)."""
 
 from __future__ import annotations
 
@@ -237,23 +241,29 @@ class DbSentTimes:
     def lost_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
     ) -> dict[str, list[str]]:
-        """For each of ``skus``, the receipts of its deliveries on the channel recorded since
-        ``moment`` (any state: a lost send's delivery superseded since still names it) that
-        hold a word beginning with ``prefix`` after the first (``lost``)."""
+        """For each of ``skus``, the receipts of its deliveries on the account's channels
+        (``account_ids``: a lost send of a channel dropped since may still land over the price
+        of the one added again under its name) recorded since ``moment`` (any state: a lost
+        send's delivery superseded or cancelled since still names it) that hold a word
+        beginning with ``prefix`` after the first (``lost``)."""
         return self._receipts(
-            skus, moment, deliveries.c.receipt.contains(" " + prefix, autoescape=True)
+            skus,
+            moment,
+            deliveries.c.receipt.contains(" " + prefix, autoescape=True),
+            account=True,
         )
 
     def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
         """The lost sends ``words`` (``lost``'s) landed, or their wait is over: each taken out
-        of the receipts of these SKUs' deliveries on the channel, committed."""
+        of the receipts of these SKUs' deliveries on the account's channels (``lost_since``'s),
+        committed."""
         wanted = sorted(set(skus))
         said = sorted(set(words))
         if not wanted or not said:
             return
         d = deliveries.c
         with transaction(self.engine) as connection:
-            ids = channel_ids(connection, self.channel)
+            ids = account_ids(connection, self.channel)
             for start in range(0, len(wanted), CHUNK):
                 of_skus = select(aggregates.c.id).where(
                     aggregates.c.sku.in_(wanted[start : start + CHUNK])
@@ -287,8 +297,8 @@ class DbSentTimes:
         *,
         account: bool = False,
     ) -> dict[str, list[str]]:
-        """Per SKU, the receipts ``matching`` of its deliveries on the channel updated since
-        ``moment`` (any state)."""
+        """Per SKU, the receipts ``matching`` of its deliveries on the channel (``account``: on
+        the account's channels, ``account_ids``) updated since ``moment`` (any state)."""
         wanted = sorted(set(skus))
         found: dict[str, list[str]] = {}
         d = deliveries.c
@@ -316,10 +326,12 @@ class DbSentTimes:
         prefixes: Iterable[str],
         leaving_out: Iterable[str] = (),
     ) -> dict[str, list[str | None]]:
-        """Per SKU, the receipts of the channel's deliveries of its prices updated since
-        ``moment`` that may still land: a receipt beginning with one of ``prefixes`` and not
-        ended shown (delivered, withheld), or in flight (its receipt, None when it has none);
-        the messages ``leaving_out`` (the asking batch's) left out."""
+        """Per SKU, the receipts of the deliveries of its prices on the account's channels
+        (``account_ids``: the channel's, and a dropped one's of its name, whose update may
+        still land over the price of the channel added again) updated since ``moment`` that
+        may still land: a receipt beginning with one of ``prefixes`` and not ended shown
+        (delivered, withheld), or in flight (its receipt, None when it has none); the messages
+        ``leaving_out`` (the asking batch's) left out."""
         wanted = sorted(set(skus))
         starts = list(prefixes)
         mine = sorted(set(leaving_out))
@@ -334,7 +346,7 @@ class DbSentTimes:
             and_(d.state == State.IN_PROGRESS.value, d.attempts > 0),
         )
         with self.engine.connect() as connection:
-            ids = channel_ids(connection, self.channel)
+            ids = account_ids(connection, self.channel)  # a dropped channel's may land too
             for start in range(0, len(wanted), CHUNK):
                 query = (
                     select(aggregates.c.sku, d.receipt)

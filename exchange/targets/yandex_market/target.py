@@ -289,10 +289,12 @@ class _Read:
 
 class EarlierSends(OfferHolders, Protocol):
     """The port the target reads the channel's earlier updates of a SKU through, whichever
-    worker sent them (``exchange.db.sent_times``), and the SKUs it gave each offer (the
-    marketplaces' ``OfferHolders``): the receipts of the deliveries of the SKU's
-    prices updated since ``moment`` whose receipt begins with one of ``prefixes`` and that did
-    not end shown, or that are in flight and not ``leaving_out``'s (None: no receipt)."""
+    worker sent them (``exchange.db.sent_times``; a channel of its name dropped since
+    included: its update may land over the price of the one added again), and the SKUs it
+    gave each offer (the marketplaces' ``OfferHolders``): the receipts of the deliveries of
+    the SKU's prices updated since ``moment`` whose receipt begins with one of ``prefixes``
+    and that did not end shown, or that are in flight and not ``leaving_out``'s (None: no
+    receipt)."""
 
     def unsettled_since(
         self,
