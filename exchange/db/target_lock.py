@@ -91,7 +91,9 @@ class DbHold:
 
     def read(self) -> tuple[datetime | None, str | None]:
         """The wait's end and its note (kept in the row's ``holder``: a hold has no holder)."""
-        with self.engine.connect() as connection:
+        # A read: SQLite's BEGIN, not the writers' BEGIN IMMEDIATE (every request reads it, and
+        # four workers' requests queued on the write lock for a read, engine.py).
+        with self.engine.connect().execution_options(read_only=True) as connection:
             found = connection.execute(
                 select(target_locks.c.until, target_locks.c.holder).where(
                     target_locks.c.name == self.name
@@ -190,7 +192,7 @@ class DbSlots:
                 self._free.append(holder)
 
     def taken(self) -> int:
-        with self.engine.connect() as connection:
+        with self.engine.connect().execution_options(read_only=True) as connection:
             held = connection.execute(
                 select(func.count())
                 .select_from(target_locks)
