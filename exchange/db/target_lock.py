@@ -183,10 +183,10 @@ class DbSlots:
                 with self._mutex:
                     self._free.append(holder)
 
-    def give(self, token: str) -> None:
+    def give(self, token: str, after: float = 0.0) -> None:
         place, _, holder = token.partition("|")
         try:
-            self._lock(int(place), holder).release()
+            self._lock(int(place), holder).release(after)
         finally:
             with self._mutex:
                 self._free.append(holder)

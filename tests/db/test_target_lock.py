@@ -129,3 +129,18 @@ def test_a_parallel_refusal_lowers_every_workers_places_until_it_lapses(engine: 
     first.lower(3, clock.now() + kept)  # a new one replaces it
     assert 3 == places(second)
     assert (None, None) == DbSlots(engine, "ym parallel:1", 6, clock).lowered()
+
+
+def test_a_place_given_back_with_a_cool_down_stays_taken_that_long(engine: Engine) -> None:
+    """A request cut off by our timeout may still be in flight at Yandex: its place given back
+    ``after`` 5 s is taken by nobody for those 5 s, then free."""
+    clock = FakeClock()
+    first = DbSlots(engine, "ym parallel:1", 1, clock)
+    second = DbSlots(engine, "ym parallel:1", 1, clock)
+    token = first.take(30)
+    assert token is not None
+    first.give(token, 5.0)
+    clock.advance(4.9)
+    assert second.take(30) is None
+    clock.advance(0.2)
+    assert second.take(30) is not None

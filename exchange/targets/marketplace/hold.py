@@ -56,8 +56,9 @@ class SharedSlots(Protocol):
         requests in flight end first)."""
         ...
 
-    def give(self, token: str) -> None:
-        """The request ended: its place is free."""
+    def give(self, token: str, after: float = 0.0) -> None:
+        """The request ended: its place is free ``after`` seconds from now (a request cut off
+        by our timeout may still be in flight)."""
         ...
 
     def taken(self) -> int:
@@ -83,7 +84,7 @@ class _NoSharedSlots:
     def take(self, seconds: float, places: int | None = None) -> str | None:
         return ""
 
-    def give(self, token: str) -> None:
+    def give(self, token: str, after: float = 0.0) -> None:
         return None
 
     def taken(self) -> int:

@@ -169,6 +169,10 @@ FIELDS = ("value", "discountBase", "minimumForBestseller")
 # one 1C replaced: no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
 DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0)}
 SLOT_POLL = 0.05  # seconds between looks for a free place of ``ym_parallel`` (``_slot``)
+# Seconds a place stays taken after its request was cut off by our timeout (``_slot``): Yandex
+# may still be serving it, and a request sent at once in its place would be one too many at
+# once (as a place a dead worker held ends ``http_timeout`` and 5 s after it was taken).
+PLACE_COOLING = 5.0
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
 # Requests one refused update may add, halving itself to find the offers a 400 naming none
@@ -1757,15 +1761,17 @@ class YandexMarketTarget:
     # -- the wire --------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
+    async def _slot(self) -> AsyncIterator[_Place]:
         """One of the business's ``ym_parallel`` places (``SharedSlots``, every worker's
         requests together, §3.3), among the fewer a 420 for parallel requests lowered them to
         while that holds (``_take_place``), waited for while all are taken, given back when
         the request ends. A database that does not answer is looked at again as a taken
         place is (a busy SQLite under four workers once let a request go without one, a 420);
         unreadable past a place's whole lease, the request goes on this process's share
-        (``Parallel``)."""
+        (``Parallel``). A request cut off by our timeout may still be in flight at Yandex: its
+        place stays taken ``PLACE_COOLING`` more (``_Place.cooling``)."""
         token: str | None = None
+        place = _Place()
         if self.slots is not NO_SHARED_SLOTS:
             failing_since: float | None = None
             failures = 0
@@ -1784,11 +1790,11 @@ class YandexMarketTarget:
                     break
                 await asyncio.sleep(SLOT_POLL)
         try:
-            yield
+            yield place
         finally:
             if token is not None:
                 with contextlib.suppress(Exception):  # left: it ends by itself
-                    await asyncio.to_thread(self.slots.give, token)
+                    await asyncio.to_thread(self.slots.give, token, place.cooling)
 
     def _take_place(self) -> str | None:
         """A place among those in force (pace.py ``parallel_places``: ``ym_parallel``, or
@@ -1925,7 +1931,7 @@ class YandexMarketTarget:
                 )
                 waits.held = waits.paced = True
                 raise waits from None
-            async with self.parallel, self._slot():
+            async with self.parallel, self._slot() as place:
                 sent_at = await self._pacer.turn()
                 self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
                 try:
@@ -1936,6 +1942,8 @@ class YandexMarketTarget:
                     # No connection made, and no earlier try of this request answered: none
                     # of it left (a try answered 420 went, and its fate is Yandex's).
                     unsent = response is None and not failure.maybe_sent
+                    if failure.maybe_sent:  # perhaps still in flight at Yandex
+                        place.cooling = PLACE_COOLING
                     raise _Whole(transport_verdict(failure), unsent=unsent) from None
                 # Yandex's words, wherever they go (a detail, a log, a receipt), never hold
                 # the key.
@@ -2000,6 +2008,14 @@ class YandexMarketTarget:
                 raise _Rejected(named, answers.rule_fields(response, rejects))
             raise _Unnamed(answers.whole(response))
         raise _Whole(answers.whole(response))
+
+
+@dataclass(slots=True)
+class _Place:
+    """A request's place of ``ym_parallel`` (``_slot``): ``cooling``, seconds it stays taken
+    after the request ends."""
+
+    cooling: float = 0.0
 
 
 class _TooBig(Exception):
