@@ -4,7 +4,8 @@ port (exchange/targets/bitrix/lock.py), built by ``exchange.app``, and the site'
 contract 5c); and, as ``DbHold``, a channel-wide wait every worker keeps (the marketplaces'
 ``SharedHold`` port, exchange/targets/marketplace/hold.py: Ozon's "Circle is open"); and, as
 ``DbSlots``, so many places for requests at once shared by every worker (``SharedSlots``: Yandex
-Market's parallel requests a business), a ``DbLock`` a place.
+Market's parallel requests a business), a ``DbLock`` a place, and a row for the count a refusal
+lowered them to (what count and for how long: the target's, ``yandex_market/pace.py``).
 
 Taken by one guarded UPDATE (free when its end has passed or when we hold it), so that two
 workers never both get it, on SQLite and PostgreSQL alike; a holder that dies leaves it to
@@ -17,9 +18,10 @@ import contextlib
 import random
 import threading
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, or_, select, update
+from sqlalchemy import Engine, Integer, cast, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from exchange.db.schema import target_locks
@@ -31,24 +33,37 @@ class DbLock:
         self.engine, self.name, self.holder, self.clock = engine, name[:200], holder[:200], clock
         self._row_made = False  # the row exists (it is never deleted): one UPDATE per acquire
 
-    def acquire(self, seconds: float) -> bool:
+    def acquire(self, seconds: float, free_of: Sequence[str] = ()) -> bool:
+        """Taken for ``seconds`` when free (or ours), and none of the rows ``free_of`` is
+        held (a holder, its end not passed) in the same UPDATE."""
         now = self.clock.now()
         if not self._row_made:
             with contextlib.suppress(IntegrityError), self.engine.begin() as connection:
-                exists = connection.execute(
+                found = connection.execute(
                     target_locks.select().where(target_locks.c.name == self.name)
                 ).first()
-                if exists is None:
+                if found is None:
                     connection.execute(
                         target_locks.insert().values(name=self.name, holder=None, until=now)
                     )
             self._row_made = True
+        guarded = (
+            update(target_locks)
+            .where(target_locks.c.name == self.name)
+            .where(or_(target_locks.c.until <= now, target_locks.c.holder == self.holder))
+        )
+        if free_of:
+            other = target_locks.alias("other")
+            guarded = guarded.where(
+                ~exists().where(
+                    other.c.name.in_(list(free_of)),
+                    other.c.holder.is_not(None),
+                    other.c.until > now,
+                )
+            )
         with self.engine.begin() as connection:
             taken = connection.execute(
-                update(target_locks)
-                .where(target_locks.c.name == self.name)
-                .where(or_(target_locks.c.until <= now, target_locks.c.holder == self.holder))
-                .values(holder=self.holder, until=now + timedelta(seconds=seconds))
+                guarded.values(holder=self.holder, until=now + timedelta(seconds=seconds))
             )
             return taken.rowcount == 1
 
@@ -76,7 +91,9 @@ class DbHold:
 
     def read(self) -> tuple[datetime | None, str | None]:
         """The wait's end and its note (kept in the row's ``holder``: a hold has no holder)."""
-        with self.engine.connect() as connection:
+        # A read: SQLite's BEGIN, not the writers' BEGIN IMMEDIATE (every request reads it, and
+        # four workers' requests queued on the write lock for a read, engine.py).
+        with self.engine.connect().execution_options(read_only=True) as connection:
             found = connection.execute(
                 select(target_locks.c.until, target_locks.c.holder).where(
                     target_locks.c.name == self.name
@@ -123,10 +140,17 @@ class DbSlots:
     takes a free one (its end passed, or released) and gives it back when it ends, so that the
     workers of an account together never have more than ``count`` requests in flight. Each
     request of this process holds a place under a holder of its own (``count`` of them: this
-    process never has more in flight)."""
+    process never has more in flight).
+
+    Fewer places when a refusal lowered them (``lower``): the row ``name:of count`` holds the
+    count (in ``holder``) and the end of the lowering (``until``); a request then takes one of
+    the first ``places`` only, and none while a place beyond them is still held. Its name
+    carries ``count``: another ``ym_parallel`` begins afresh."""
 
     def __init__(self, engine: Engine, name: str, count: int, clock: Clock) -> None:
         self.engine, self.name, self.count, self.clock = engine, name, max(1, count), clock
+        self._places = [f"{name}:{k}"[:200] for k in range(self.count)]
+        self._lowered = DbHold(engine, f"{name}:of {self.count}")
         me = uuid.uuid4().hex[:12]
         self._free = [f"{me}:{k}" for k in range(self.count)]
         self._locks: dict[tuple[int, str], DbLock] = {}
@@ -138,16 +162,18 @@ class DbSlots:
                 (place, holder), DbLock(self.engine, f"{self.name}:{place}", holder, self.clock)
             )
 
-    def take(self, seconds: float) -> str | None:
+    def take(self, seconds: float, places: int | None = None) -> str | None:
+        within = self.count if places is None else max(1, min(self.count, places))
+        beyond = self._places[within:]
         with self._mutex:
             if not self._free:
                 return None
             holder = self._free.pop()
         try:
-            first = random.randrange(self.count)
-            for step in range(self.count):
-                place = (first + step) % self.count
-                if self._lock(place, holder).acquire(seconds):
+            first = random.randrange(within)
+            for step in range(within):
+                place = (first + step) % within
+                if self._lock(place, holder).acquire(seconds, beyond):
                     holder_kept = holder
                     holder = ""
                     return f"{place}|{holder_kept}"
@@ -157,10 +183,76 @@ class DbSlots:
                 with self._mutex:
                     self._free.append(holder)
 
-    def give(self, token: str) -> None:
+    def give(self, token: str, after: float = 0.0) -> None:
         place, _, holder = token.partition("|")
         try:
-            self._lock(int(place), holder).release()
+            self._lock(int(place), holder).release(after)
         finally:
             with self._mutex:
                 self._free.append(holder)
+
+    def taken(self) -> int:
+        with self.engine.connect().execution_options(read_only=True) as connection:
+            held = connection.execute(
+                select(func.count())
+                .select_from(target_locks)
+                .where(
+                    target_locks.c.name.in_(self._places),
+                    target_locks.c.holder.is_not(None),
+                    target_locks.c.until > self.clock.now(),
+                )
+            ).scalar_one()
+        return int(held)
+
+    def lowered(self) -> tuple[int | None, datetime | None]:
+        until, note = self._lowered.read()
+        if note is None or not note.isdigit():
+            return None, None
+        return int(note), until
+
+    def lower(self, places: int, until: datetime) -> None:
+        row, now = self._lowered.name, self.clock.now()
+        with self.engine.begin() as connection:
+            replaced = connection.execute(
+                update(target_locks)
+                .where(
+                    target_locks.c.name == row,
+                    or_(
+                        target_locks.c.until <= now,
+                        cast(target_locks.c.holder, Integer) > places,
+                    ),
+                )
+                .values(holder=str(places), until=until)
+            )
+            if replaced.rowcount:
+                return
+            kept = connection.execute(
+                update(target_locks)
+                .where(target_locks.c.name == row, target_locks.c.until < until)
+                .values(until=until)
+            )
+            if kept.rowcount:
+                return
+            found = connection.execute(
+                select(target_locks.c.name).where(target_locks.c.name == row)
+            ).first()
+        if found is None:
+            try:  # the first lowering: the row is made (another worker's at once: lowered again)
+                with self.engine.begin() as connection:
+                    connection.execute(
+                        target_locks.insert().values(name=row, holder=str(places), until=until)
+                    )
+            except IntegrityError:
+                self.lower(places, until)
+
+    def keep(self, until: datetime) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(target_locks)
+                .where(
+                    target_locks.c.name == self._lowered.name,
+                    target_locks.c.until > self.clock.now(),
+                    target_locks.c.until < until,
+                )
+                .values(until=until)
+            )

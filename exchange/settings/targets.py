@@ -143,7 +143,8 @@ class TargetSettings(BaseModel):
         ge=1,
         le=64,
         description="Yandex Market: the most requests at once to the cabinet (Yandex allows 4); "
-        "a refusal for parallel requests lowers it while the service runs.",
+        "a refusal for parallel requests lowers it for every worker of the business while they "
+        "keep sending (it lapses 10 minutes after the last request).",
     )
     ym_apply_timeout: float = Field(
         600.0,

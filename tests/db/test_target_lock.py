@@ -9,6 +9,12 @@ from sqlalchemy import Engine
 
 from exchange.db.target_lock import DbHold, DbLock, DbSlots
 from exchange.domain.clock import FakeClock
+from exchange.targets.yandex_market.pace import (
+    PARALLEL_KEPT,
+    parallel_heard,
+    parallel_kept,
+    parallel_places,
+)
 
 
 def test_one_holder_at_a_time_renewed_by_its_holder_free_after_its_end_or_release(
@@ -68,3 +74,73 @@ def test_slots_are_shared_by_every_worker_and_a_dead_holders_place_frees_itself(
     hold = DbHold(engine, "ym spent:1:offer-prices/updates")
     hold.hold(clock.now() + timedelta(seconds=5), "1500")
     assert (clock.now() + timedelta(seconds=5), "1500") == hold.read()
+
+
+def test_a_parallel_refusal_lowers_every_workers_places_until_it_lapses(engine: Engine) -> None:
+    """Review ym35: several workers, ``ym_parallel`` 4 above Yandex's cap. A 420 for parallel
+    requests heard while 4 places were taken lowers the business's places to 3 for every
+    worker (pace.py ``parallel_heard``), and a second worker's 420 of the same moment keeps 3
+    (never one less each); the other worker's ``DbSlots`` takes none while a place beyond the
+    3 is still in flight, and 3 at most in all; the next refusal at 3 makes 2. A request
+    renews the lowering, which lapses ``PARALLEL_KEPT`` after the last one; another
+    ``ym_parallel`` begins afresh."""
+    clock = FakeClock()
+    first = DbSlots(engine, "ym parallel:1", 4, clock)
+    second = DbSlots(engine, "ym parallel:1", 4, clock)
+    kept = timedelta(seconds=PARALLEL_KEPT)
+
+    def places(slots: DbSlots) -> int:
+        return parallel_places(4, *slots.lowered(), clock.now())
+
+    def place(token: str | None) -> int:
+        assert token is not None
+        return int(token.split("|")[0])
+
+    held = {first: [first.take(30), first.take(30)], second: [second.take(30), second.take(30)]}
+    assert (4, 4, None) == (second.taken(), places(second), first.take(30))
+    first.lower(parallel_heard(places(first), first.taken()), clock.now() + kept)
+    second.lower(parallel_heard(places(second), second.taken()), clock.now() + kept)
+    assert (3, 3) == (places(first), places(second))
+
+    for slots, tokens in held.items():  # all but the one in place 3 end
+        for token in [t for t in tokens if place(t) != 3]:
+            assert token is not None
+            slots.give(token)
+    assert (1, None) == (first.taken(), second.take(30, places(second)))
+    last = next(t for tokens in held.values() for t in tokens if place(t) == 3)
+    assert last is not None
+    (first if last in held[first] else second).give(last)
+    three = [second.take(30, places(second)) for _ in range(2)] + [first.take(30, places(first))]
+    assert None not in three and {0, 1, 2} == {place(t) for t in three}
+    assert (None, 3) == (first.take(30, places(first)), first.taken())
+    first.lower(parallel_heard(places(first), first.taken()), clock.now() + kept)
+    assert 2 == places(second)
+
+    clock.advance(PARALLEL_KEPT * 0.6)  # a request past half the lowering renews it
+    assert parallel_kept(second.lowered()[1], clock.now() - kept / 2) is None
+    renewed = parallel_kept(second.lowered()[1], clock.now())
+    assert renewed is not None
+    second.keep(renewed)
+    clock.advance(PARALLEL_KEPT * 0.6)
+    assert 2 == places(first)
+    clock.advance(PARALLEL_KEPT)  # no request for that long: lapsed, ym_parallel again
+    second.keep(clock.now() + kept)  # a lapsed one stays lapsed
+    assert 4 == places(first)
+    first.lower(3, clock.now() + kept)  # a new one replaces it
+    assert 3 == places(second)
+    assert (None, None) == DbSlots(engine, "ym parallel:1", 6, clock).lowered()
+
+
+def test_a_place_given_back_with_a_cool_down_stays_taken_that_long(engine: Engine) -> None:
+    """A request cut off by our timeout may still be in flight at Yandex: its place given back
+    ``after`` 5 s is taken by nobody for those 5 s, then free."""
+    clock = FakeClock()
+    first = DbSlots(engine, "ym parallel:1", 1, clock)
+    second = DbSlots(engine, "ym parallel:1", 1, clock)
+    token = first.take(30)
+    assert token is not None
+    first.give(token, 5.0)
+    clock.advance(4.9)
+    assert second.take(30) is None
+    clock.advance(0.2)
+    assert second.take(30) is not None

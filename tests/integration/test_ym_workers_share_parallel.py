@@ -2,7 +2,10 @@
 limit of 'N' parallel requests"), whichever worker sends them. Review ym34: four workers,
 ``ym_parallel`` 2 (Yandex's cap 2): each kept at least one place of its own, four at once, 38
 such 420s in a minute. Now every request takes one of the business's ``ym_parallel`` places in
-the database (``DbSlots``: ``target_locks`` rows), so the workers together never exceed it."""
+the database (``DbSlots``: ``target_locks`` rows), so the workers together never exceed it.
+Review ym35: three workers, ``ym_parallel`` 4 above Yandex's cap of 2: 81 such 420s in 30 s,
+each worker's own lowering stopping at its one place. Now a 420 for parallel requests any
+worker hears lowers the business's places for all of them (pace.py ``parallel_heard``)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,7 @@ from sqlalchemy import Engine, select
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries
 from exchange.dev.testing import price_row, stage
-from exchange.dev.ymsim import ApiError, YmFaults, _YmHandler, channel_settings
+from exchange.dev.ymsim import ApiError, YmFaults, YmSimulator, _YmHandler, channel_settings
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,16 +33,11 @@ pytestmark = [
     pytest.mark.timeout(240),
 ]
 
-WORKERS = 4
 PRICES = 3_000
 
 
-def test_four_workers_never_send_more_requests_at_once_than_ym_parallel(
-    db_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Yandex's cap 2, ``ym_parallel`` 2, each request held in flight a while (§3.3: the cap
-    counts requests in flight), four workers: no 420 for parallel requests; every price lands
-    (SQLite and PostgreSQL)."""
+def parallel_refusals(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every 420 for parallel requests the simulator answers, as it answers it."""
     refused: list[str] = []
     lock = threading.Lock()
     fail = _YmHandler.fail
@@ -50,38 +49,48 @@ def test_four_workers_never_send_more_requests_at_once_than_ym_parallel(
         fail(handler, error, headers)
 
     monkeypatch.setattr(_YmHandler, "fail", counted)
-    with ym_sim() as sim:
-        sim.switches.parallel = 2
-        sim.faults = YmFaults(hold=0.2)
-        channel = channel_settings(sim, secret(tmp_path, "ym-key", "ym-key-1234"))
-        assert channel["ym_parallel"] == 2
-        stage(engine, [price_row(f"SKU-{n:04d}", 1, f"{900 + n}.00") for n in range(PRICES)])
-        procs = []
-        for name in (f"w{n}" for n in range(WORKERS)):
-            env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
-            env.update(
-                {
-                    "EXCHANGE_DATABASE_URL": db_url,
-                    "EXCHANGE_CHANNELS": json.dumps({"mp": channel}),
-                    "EXCHANGE_WORKER_ID": name,
-                    "EXCHANGE_POLL_INTERVAL": "0.05",
-                    "EXCHANGE_BATCH_SIZE": "250",
-                    "EXCHANGE_LOG_LEVEL": "WARNING",
-                }
+    return refused
+
+
+def deliver_with_workers(
+    sim: YmSimulator,
+    channel: dict[str, object],
+    workers: int,
+    db_url: str,
+    engine: Engine,
+    directory: Path,
+) -> None:
+    """``PRICES`` prices staged and delivered by ``workers`` ``exchange run`` processes on
+    one database: each exits 0, every delivery ends delivered, and every price is live on the
+    simulator."""
+    prices = {f"SKU-{n:04d}": Decimal(f"{900 + n}.00") for n in range(PRICES)}
+    stage(engine, [price_row(sku, 1, f"{value}") for sku, value in prices.items()])
+    procs = []
+    for name in (f"w{n}" for n in range(workers)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
+        env.update(
+            {
+                "EXCHANGE_DATABASE_URL": db_url,
+                "EXCHANGE_CHANNELS": json.dumps({"mp": channel}),
+                "EXCHANGE_WORKER_ID": name,
+                "EXCHANGE_POLL_INTERVAL": "0.05",
+                "EXCHANGE_BATCH_SIZE": "250",
+                "EXCHANGE_LOG_LEVEL": "WARNING",
+            }
+        )
+        command = ["run", "--until-idle", "--max-seconds", "150"]
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "exchange", *command],
+                env=env,
+                cwd=directory,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
             )
-            command = ["run", "--until-idle", "--max-seconds", "150"]
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "exchange", *command],
-                    env=env,
-                    cwd=tmp_path,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                )
-            )
-        outputs = [p.communicate(timeout=200)[0] for p in procs]
-    assert [0] * WORKERS == [p.returncode for p in procs], outputs
+        )
+    outputs = [p.communicate(timeout=200)[0] for p in procs]
+    assert [0] * workers == [p.returncode for p in procs], outputs
     with transaction(engine, read_only=True) as connection:
         states = set(
             connection.execute(
@@ -91,4 +100,45 @@ def test_four_workers_never_send_more_requests_at_once_than_ym_parallel(
             ).scalars()
         )
     assert {"delivered"} == states, outputs
+    lives = sim.lives()
+    live = {sku: None if lives.get(sku) is None else lives[sku].value for sku in prices}
+    assert prices == live
+
+
+def test_four_workers_never_send_more_requests_at_once_than_ym_parallel(
+    db_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Yandex's cap 2, ``ym_parallel`` 2, each request held in flight a while (§3.3: the cap
+    counts requests in flight), four workers: no 420 for parallel requests; every price lands
+    (SQLite and PostgreSQL)."""
+    refused = parallel_refusals(monkeypatch)
+    with ym_sim() as sim:
+        sim.switches.parallel = 2
+        sim.faults = YmFaults(hold=0.2)
+        channel = channel_settings(sim, secret(tmp_path, "ym-key", "ym-key-1234"))
+        assert channel["ym_parallel"] == 2
+        deliver_with_workers(sim, channel, 4, db_url, engine, tmp_path)
     assert [] == refused, f"{len(refused)} 420(s) for parallel requests"
+
+
+def test_three_workers_above_yandexs_cap_all_lower_on_one_refusal(
+    db_url: str, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review ym35: ``ym_parallel`` 4, Yandex's cap 2, each request held in flight a while,
+    three workers (each its one place of its own: three at once). The first 420 for parallel
+    requests, heard while 3 were in flight, lowers the business's places to 2 for every
+    worker. A worker reads the places before each request and sends one at a time (its share
+    of 4 among 3), so each may send at most one request that read them before the lowering
+    (and that one's refusal lowers nothing more): a few refusals in all, at most two a worker,
+    where the old code had one every few hundred milliseconds for the whole run. Every price
+    lands (SQLite and PostgreSQL)."""
+    workers = 3
+    refused = parallel_refusals(monkeypatch)
+    with ym_sim() as sim:
+        sim.switches.parallel = 2
+        sim.faults = YmFaults(hold=0.3)
+        channel = channel_settings(sim, secret(tmp_path, "ym-key", "ym-key-1234"))
+        channel["ym_parallel"] = 4
+        deliver_with_workers(sim, channel, workers, db_url, engine, tmp_path)
+    print(f"{len(refused)} 420(s) for parallel requests")
+    assert len(refused) <= 2 * workers, f"{len(refused)} 420(s) for parallel requests"

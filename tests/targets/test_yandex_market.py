@@ -35,7 +35,7 @@ from exchange.targets.yandex_market.pace import (
     OfferBudget,
     Parallel,
 )
-from exchange.targets.yandex_market.target import YandexMarketTarget, offer_id
+from exchange.targets.yandex_market.target import PLACE_COOLING, YandexMarketTarget, offer_id
 from exchange.words import detail_words
 
 KEY = "ym-key"
@@ -1852,6 +1852,60 @@ def test_a_send_whose_request_may_have_left_keeps_its_mark(fault: httpx.Transpor
     assert [Verdict.TEMPORARY] == verdicts(found), found
     assert (found[0].receipt or "").startswith("ym-sent:"), found
     assert [f"db {message.message_id} ym-sent"] == log
+
+
+class _Places:
+    """The business's ``ym_parallel`` places (``SharedSlots``) as a test keeps them: each
+    given back with the seconds it stays taken."""
+
+    def __init__(self) -> None:
+        self.given: list[float] = []
+
+    def take(self, seconds: float, places: int | None = None) -> str | None:
+        return "0|me"
+
+    def give(self, token: str, after: float = 0.0) -> None:
+        self.given.append(after)
+
+    def taken(self) -> int:
+        return 0
+
+    def lowered(self) -> tuple[int | None, datetime | None]:
+        return None, None
+
+    def lower(self, places: int, until: datetime) -> None:
+        return None
+
+    def keep(self, until: datetime) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("fault", "cooling"),
+    [
+        (httpx.ReadTimeout("timed out"), PLACE_COOLING),
+        (httpx.ConnectError("refused"), 0.0),
+        (None, 0.0),
+    ],
+    ids=["cut-off", "never-left", "answered"],
+)
+def test_a_request_cut_off_by_our_timeout_keeps_its_place_a_while(
+    fault: httpx.TransportError | None, cooling: float
+) -> None:
+    """Review ym35: the business's places count requests in flight at Yandex. One cut off by
+    our timeout may still be served there: its place stays taken ``PLACE_COOLING`` more, lest
+    a request sent at once in its place be one too many; one that never left, or answered,
+    frees its place at once."""
+    places = _Places()
+
+    def yandex(request: httpx.Request) -> httpx.Response:
+        if fault is not None:
+            fault.request = request
+            raise fault
+        return httpx.Response(200, json={"status": "OK"})
+
+    run(lambda: answered_by(yandex, slots=places), lambda t: t.send([price("SKU-1", 1, "10")]))
+    assert [cooling] == places.given
 
 
 def test_a_send_without_a_key_gives_its_mark_back() -> None:

@@ -46,23 +46,57 @@ NO_SHARED_HOLD: SharedHold = _NoSharedHold()
 class SharedSlots(Protocol):
     """At most so many requests at once, whichever worker of the account sends them (Yandex
     Market's parallel requests a business, research §3.3): ``exchange.db.target_lock.DbSlots``,
-    one ``target_locks`` row a place."""
+    one ``target_locks`` row a place, and one row for the count a refusal lowered them to
+    (the target decides it: ``exchange.targets.yandex_market.pace.parallel_heard``)."""
 
-    def take(self, seconds: float) -> str | None:
-        """A place for one request, held ``seconds`` at most (a holder that dies leaves it to
-        end by itself): its token, or None when every place is taken."""
+    def take(self, seconds: float, places: int | None = None) -> str | None:
+        """A place for one request among the first ``places`` (None: all of them), held
+        ``seconds`` at most (a holder that dies leaves it to end by itself): its token, or None
+        when every one is taken, or one beyond ``places`` is still held (a lowering's
+        requests in flight end first)."""
         ...
 
-    def give(self, token: str) -> None:
-        """The request ended: its place is free."""
+    def give(self, token: str, after: float = 0.0) -> None:
+        """The request ended: its place is free ``after`` seconds from now (a request cut off
+        by our timeout may still be in flight)."""
+        ...
+
+    def taken(self) -> int:
+        """The places held now, by every worker."""
+        ...
+
+    def lowered(self) -> tuple[int | None, datetime | None]:
+        """The count the places were lowered to and until when that holds (None: never)."""
+        ...
+
+    def lower(self, places: int, until: datetime) -> None:
+        """At most ``places`` from now on until ``until``: a lower count already in force
+        stays, and the later end; one that lapsed is replaced."""
+        ...
+
+    def keep(self, until: datetime) -> None:
+        """A lowering still in force holds until ``until`` at least (one that lapsed stays
+        lapsed)."""
         ...
 
 
 class _NoSharedSlots:
-    def take(self, seconds: float) -> str | None:
+    def take(self, seconds: float, places: int | None = None) -> str | None:
         return ""
 
-    def give(self, token: str) -> None:
+    def give(self, token: str, after: float = 0.0) -> None:
+        return None
+
+    def taken(self) -> int:
+        return 0
+
+    def lowered(self) -> tuple[int | None, datetime | None]:
+        return None, None
+
+    def lower(self, places: int, until: datetime) -> None:
+        return None
+
+    def keep(self, until: datetime) -> None:
         return None
 
 

@@ -23,6 +23,13 @@ The worker's own pace counts requests and learns 429s; Yandex answers 420 and sa
   the worker lets the requests in flight finish.
 - ``Parallel``: at most ``limit`` requests at once; a 420 for parallel requests lowers the
   limit by one (never below one), for as long as the process runs.
+- The business's places (``parallel_heard``, ``parallel_places``, ``parallel_kept``): with a
+  database, a 420 for parallel requests heard by any worker lowers the places every worker
+  takes from, to fewer than were taken when it came (its own included), never below one;
+  the lowering holds while the channel's workers keep sending, as a process's own holds while
+  it runs: each request renews it, and it lapses ``PARALLEL_KEPT`` after the last one (every
+  worker stopped or idle that long: the next start begins at ``ym_parallel`` again, and a
+  changed ``ym_parallel`` begins afresh at once).
 
 Both limits are the business's, and every worker delivering to the channel spends them: each
 keeps its share (``share``: ``ym_offers_per_minute`` and ``ym_parallel`` divided among the
@@ -33,7 +40,10 @@ With a database, what one worker hears is every worker's (``YandexMarketTarget``
 method's budget, or ``Remaining`` 0, is a ``SharedHold`` of the business and method that the
 others keep (``held_elsewhere``), with a ``Limit`` a worker cut its requests to; and each request
 takes one of the business's ``ym_parallel`` places (``SharedSlots``), so that more workers than
-``ym_parallel`` never send more at once.
+``ym_parallel`` never send more at once; a 420 for parallel requests any of them hears makes
+those places fewer for all of them (``parallel_heard``): three workers whose ``ym_parallel`` 4
+was above Yandex's cap of 2 each kept their own one place and sent 3 at once, refused over and
+over, since a process's own lowering never goes below one (review ym35).
 
 Both take their clock from the caller (``monotonic``, ``sleep``) so that tests drive them.
 """
@@ -45,7 +55,7 @@ import collections
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +70,40 @@ PAST_UNTIL = 1.25
 # turn behind other waiters included): the budget's own window at Yandex's figures (3 s) fits,
 # a minute of a lowered budget does not. A worker's stop waits for its sends in flight.
 LONGEST_WAIT = 5.0
+
+
+# Seconds the business's places stay lowered after the last request taken under the lowering
+# (``parallel_kept``): the workers that keep sending keep it, as a process keeps its own
+# lowering while it runs; idle or stopped this long, the next request finds ``ym_parallel``
+# again (and costs a 420 or two if Yandex's cap is still lower).
+PARALLEL_KEPT = 600.0
+
+
+def parallel_heard(places: int, taken: int) -> int:
+    """The business's places after a 420 for parallel requests came while ``taken`` of them
+    were held (the refused request's own included): Yandex took fewer than that at once, so
+    fewer go from now on; never more than the ``places`` in force (two workers that heard one
+    refusal each keep the lower count, never one less each), never below one."""
+    return max(1, min(places, taken - 1))
+
+
+def parallel_places(
+    configured: int, lowered: int | None, until: datetime | None, now: datetime
+) -> int:
+    """The places in force: ``configured`` (``ym_parallel``), or the count a 420 lowered them
+    to (``lowered``) while that lowering holds (``until`` not reached)."""
+    if lowered is None or until is None or until <= now:
+        return max(1, configured)
+    return max(1, min(configured, lowered))
+
+
+def parallel_kept(until: datetime | None, now: datetime) -> datetime | None:
+    """The new end of a lowering still in force that a request renews (``PARALLEL_KEPT`` from
+    ``now``), once half of it has passed (one write each few minutes, not one a request);
+    None: nothing to renew."""
+    if until is None or until <= now or (until - now).total_seconds() > PARALLEL_KEPT / 2:
+        return None
+    return now + timedelta(seconds=PARALLEL_KEPT)
 
 
 class Later(Exception):

@@ -118,10 +118,14 @@ from exchange.targets.wire import (
 from exchange.targets.yandex_market import answers
 from exchange.targets.yandex_market.pace import (
     LONGEST_WAIT,
+    PARALLEL_KEPT,
     PAST_UNTIL,
     Later,
     OfferBudget,
     Parallel,
+    parallel_heard,
+    parallel_kept,
+    parallel_places,
 )
 
 log = logging.getLogger(__name__)
@@ -165,6 +169,10 @@ FIELDS = ("value", "discountBase", "minimumForBestseller")
 # one 1C replaced: no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
 DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0)}
 SLOT_POLL = 0.05  # seconds between looks for a free place of ``ym_parallel`` (``_slot``)
+# Seconds a place stays taken after its request was cut off by our timeout (``_slot``): Yandex
+# may still be serving it, and a request sent at once in its place would be one too many at
+# once (as a place a dead worker held ends ``http_timeout`` and 5 s after it was taken).
+PLACE_COOLING = 5.0
 TRIES = 4  # sends of one request through 420s (waited out) before its 420 is the verdict
 RESENDS = 3  # rounds of "a 400 named some offers: the rest sent again"
 # Requests one refused update may add, halving itself to find the offers a 400 naming none
@@ -1755,27 +1763,84 @@ class YandexMarketTarget:
     # -- the wire --------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
+    async def _slot(self) -> AsyncIterator[_Place]:
         """One of the business's ``ym_parallel`` places (``SharedSlots``, every worker's
-        requests together, §3.3), waited for while all are taken, given back when the request
-        ends. Best effort: the database unreadable, the request goes on this process's share
-        (``Parallel``)."""
+        requests together, §3.3), among the fewer a 420 for parallel requests lowered them to
+        while that holds (``_take_place``), waited for while all are taken, given back when
+        the request ends. A database that does not answer is looked at again as a taken
+        place is (a busy SQLite under four workers once let a request go without one, a 420);
+        unreadable past a place's whole lease, the request goes on this process's share
+        (``Parallel``). A request cut off by our timeout may still be in flight at Yandex: its
+        place stays taken ``PLACE_COOLING`` more (``_Place.cooling``)."""
         token: str | None = None
+        place = _Place()
         if self.slots is not NO_SHARED_SLOTS:
+            failing_since: float | None = None
+            failures = 0
             while True:
                 try:
-                    token = await asyncio.to_thread(self.slots.take, self._slot_lease)
+                    token = await asyncio.to_thread(self._take_place)
+                    failing_since, failures = None, 0
                 except Exception:  # the service's database
-                    break
+                    now = self._monotonic()
+                    failing_since = now if failing_since is None else failing_since
+                    failures += 1
+                    failing = max(now - failing_since, failures * SLOT_POLL)
+                    if failing >= self._slot_lease:
+                        break
                 if token is not None:
                     break
                 await asyncio.sleep(SLOT_POLL)
         try:
-            yield
+            yield place
         finally:
             if token is not None:
                 with contextlib.suppress(Exception):  # left: it ends by itself
-                    await asyncio.to_thread(self.slots.give, token)
+                    await asyncio.to_thread(self.slots.give, token, place.cooling)
+
+    def _take_place(self) -> str | None:
+        """A place among those in force (pace.py ``parallel_places``: ``ym_parallel``, or
+        fewer while a lowering holds), the lowering renewed by this request when half its time
+        has passed (``parallel_kept``). In a thread: the database's."""
+        lowered, until = self.slots.lowered()
+        now = self._now()
+        renewed = parallel_kept(until, now)
+        if renewed is not None:
+            self.slots.keep(renewed)
+        places = parallel_places(self.parallel.account, lowered, until, now)
+        return self.slots.take(self._slot_lease, places)
+
+    async def _parallel_heard(self) -> None:
+        """A 420 for parallel requests, heard while this request still holds its place: the
+        business's places become fewer than were taken then, for every worker (pace.py
+        ``parallel_heard``); this process's own share is lowered too (``Parallel.lower``),
+        which alone never goes below one place a worker. Best effort: unwritten, the others
+        hear it from Yandex themselves."""
+        if self.slots is NO_SHARED_SLOTS:
+            return
+
+        def lower() -> int:
+            lowered, until = self.slots.lowered()
+            now = self._now()
+            places = parallel_places(self.parallel.account, lowered, until, now)
+            fewer = parallel_heard(places, self.slots.taken())
+            self.slots.lower(fewer, now + timedelta(seconds=PARALLEL_KEPT))
+            return fewer
+
+        try:
+            fewer = await asyncio.to_thread(lower)
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: fewer parallel requests could not be told to the other workers "
+                "(%s)",
+                type(exc).__name__,
+            )
+            return
+        log.warning(
+            "Yandex Market refused a request for parallel requests: every worker of the "
+            "business sends at most %d at once from now on",
+            fewer,
+        )
 
     async def _spend_told(self, method: str, until: datetime | None, limit: int | None) -> None:
         """Yandex said this method's budget is spent until ``until`` (a 420 for it, or
@@ -1868,7 +1933,7 @@ class YandexMarketTarget:
                 )
                 waits.held = waits.paced = True
                 raise waits from None
-            async with self.parallel, self._slot():
+            async with self.parallel, self._slot() as place:
                 sent_at = await self._pacer.turn()
                 self.requests_sent[method] = self.requests_sent.get(method, 0) + 1
                 try:
@@ -1879,6 +1944,8 @@ class YandexMarketTarget:
                     # No connection made, and no earlier try of this request answered: none
                     # of it left (a try answered 420 went, and its fate is Yandex's).
                     unsent = response is None and not failure.maybe_sent
+                    if failure.maybe_sent:  # perhaps still in flight at Yandex
+                        place.cooling = PLACE_COOLING
                     raise _Whole(transport_verdict(failure), unsent=unsent) from None
                 # Yandex's words, wherever they go (a detail, a log, a receipt), never hold
                 # the key.
@@ -1886,6 +1953,8 @@ class YandexMarketTarget:
                 status = response.status_code
                 # A 420 is Yandex's pace, kept here; the worker's pace only counts it.
                 self._pacer.done(sent_at, status, None)
+                if status == 420 and answers.throttle(response) is answers.Throttle.PARALLEL:
+                    await self._parallel_heard()  # its place still held: counted as taken
             # Every answer (200, 4xx) says what is left of the method's budget until when
             # (§3.3): no request of more goes before it (pace.py ``told``). Its limit below a
             # request's size cuts the requests (a request larger than the minute is refused
@@ -1941,6 +2010,14 @@ class YandexMarketTarget:
                 raise _Rejected(named, answers.rule_fields(response, rejects))
             raise _Unnamed(answers.whole(response))
         raise _Whole(answers.whole(response))
+
+
+@dataclass(slots=True)
+class _Place:
+    """A request's place of ``ym_parallel`` (``_slot``): ``cooling``, seconds it stays taken
+    after the request ends."""
+
+    cooling: float = 0.0
 
 
 class _TooBig(Exception):
