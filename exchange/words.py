@@ -2507,6 +2507,10 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("the quarantine list could not be read ({c*}); read again"),
     ),
     (
+        r"the read-back waits for the per-minute budget \((?P<d>.+)\); read then",
+        N_("the read-back waits for the per-minute budget ({d*}); read then"),
+    ),
+    (
         r"the read-back failed \((?P<d>.+)\); read again",
         N_("the read-back failed ({d*}); read again"),
     ),
