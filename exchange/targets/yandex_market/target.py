@@ -1514,13 +1514,13 @@ class YandexMarketTarget:
                 else:
                     # Held by our own budget, the read never went: nothing failed, it waits
                     # (seller review 35: "the read-back failed (held: …)").
-                    said = (
+                    why = (
                         f"the read-back waits for the per-minute budget "
                         f"({whole.classification.detail}); read then"
                         if whole.held
                         else f"the read-back failed ({whole.classification.detail}); read again"
                     )
-                    out[m.message_id] = _accepted(said, self._read_again(a, whole))
+                    out[m.message_id] = _accepted(why, self._read_again(a, whole))
             if not pending:
                 return out
         # By message, never by offer: each is judged by what its own update carried.
