@@ -43,5 +43,10 @@ class OperatorError(ExchangeError):
     """the command cannot be carried out as asked"""
 
 
+class Conflict(OperatorError):
+    """the command is well formed, yet the state of what it names refuses it (a newer price,
+    a price live already): the workbench answers 409, never 400"""
+
+
 class ReadBackFailed(ExchangeError):
     """the shop's prices cannot be read back"""

@@ -493,6 +493,13 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         # a released attempt the site or marketplace answered with its pace refusal (a 429,
         # Ozon's code 8: ``domain.retry``'s "… busy, not charged: …", ``event_said``)
         "released-busy": NP_("event", "sent, answered busy: sent again later, not charged"),
+        # such an attempt whose upload the channel may have applied all the same (a Wildberries
+        # 5xx: ``WildberriesTarget._may_apply``): the next attempt waits to learn, never resends
+        "released-may-apply": NP_(
+            "event",
+            "sent, answered busy: waits until the channel shows whether it applied the upload, "
+            "not charged",
+        ),
         "lease-expired": NP_("event", "lease expired"),
         "operator-retry": NP_("event", "operator retry"),
         "operator-cancel": NP_("event", "operator cancel"),
@@ -1080,12 +1087,17 @@ def event_said(event: str | None, detail: str | None, lang: Lang) -> str:
     if event == "released" and (detail or "").startswith("result-unknown: "):
         return name("event", "released-unknown", lang)
     if event == "released" and _ANSWERED_BUSY.match(detail or ""):
+        if _MAY_HAVE_APPLIED.search(detail or ""):
+            return name("event", "released-may-apply", lang)
         return name("event", "released-busy", lang)
     return name("event", event, lang)
 
 
 # ``domain.retry``'s words of a release on the site's pace refusal: "<who> busy, not charged: "
 _ANSWERED_BUSY = re.compile(r"[^:]*\bbusy, not charged: ")
+# ``WildberriesTarget._may_apply``'s words: the upload may have been applied, the next attempt
+# waits to learn whether it was
+_MAY_HAVE_APPLIED = re.compile(r"\(upload\): it may have made a task all the same: ")
 
 
 def state_said(
@@ -2179,6 +2191,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("HTTP 429 {w}: Wildberries' limit for the Prices category ({what*})"),
     ),
     (
+        r"HTTP (?P<s>\d+) (?P<w>.*) \(upload\): it may have made a task all the same: the good "
+        r"waits until Wildberries shows whether it applied the upload, up to (?P<m>\d+) min "
+        r"\(at most until (?P<u>[^()]+) UTC\)",
+        N_(
+            "HTTP {s} {w} (upload): it may have made a task all the same: the good waits until "
+            "Wildberries shows whether it applied the upload, up to {m} min (at most until {u} "
+            "UTC)"
+        ),
+    ),
+    (
         r"HTTP (?P<s>\d+) (?P<w>.*) \((?P<what>upload|read|task poll)\)",
         N_("HTTP {s} {w} ({what*})"),
     ),
@@ -2483,6 +2505,10 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"the quarantine list could not be read \((?P<c>.+)\); read again",
         N_("the quarantine list could not be read ({c*}); read again"),
+    ),
+    (
+        r"the read-back waits for the per-minute budget \((?P<d>.+)\); read then",
+        N_("the read-back waits for the per-minute budget ({d*}); read then"),
     ),
     (
         r"the read-back failed \((?P<d>.+)\); read again",

@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, channel_names
 from exchange.domain.states import State
-from exchange.errors import OperatorError
+from exchange.errors import Conflict, OperatorError
 from exchange.queue import withheld
 from exchange.queue.withheld import Withheld
 from exchange.targets.base import OutgoingMessage, Release, Shown, Target, WithholdsPrices
@@ -102,7 +102,7 @@ def choose_channel(engine: Engine, message_ids: Sequence[str], channel: str | No
     if len(live) == 1:
         return names[live[0]]
     ids = list(dict.fromkeys(message_ids))
-    raise OperatorError(
+    raise Conflict(
         f"only withheld messages can be released: {', '.join(ids)} "
         f"{'is' if len(ids) == 1 else 'are'} withheld on no channel"
     )
@@ -153,14 +153,14 @@ async def release(
         raise OperatorError(f"no such message: {', '.join(missing)}")
     not_withheld = [f"{i} is {w}" for i, w in found.items() if isinstance(w, str)]
     if not_withheld:
-        raise OperatorError(f"only withheld messages can be released: {', '.join(not_withheld)}")
+        raise Conflict(f"only withheld messages can be released: {', '.join(not_withheld)}")
     rows = [w for w in found.values() if isinstance(w, Withheld)]
     with transaction(engine, read_only=True) as connection:
         newer = withheld.newest_newer(connection, rows)
     waiting = {o: n.message_id for o, n in newer.items() if n.state != State.DELIVERED.value}
     if waiting:  # not delivered yet: never said to have gone (review ym34 finding 2)
         pairs = ", ".join(f"{old} → {new}" for old, new in waiting.items())
-        raise OperatorError(
+        raise Conflict(
             f"a newer price from 1C waits to go to this channel after the withheld one, not "
             f"delivered yet: {pairs}; releasing the older could put it live over the newer: "
             "let the newer land (exchange status says what it waits for), or release the "
@@ -168,7 +168,7 @@ async def release(
         )
     if newer:
         pairs = ", ".join(f"{old} → {new.message_id}" for old, new in newer.items())
-        raise OperatorError(
+        raise Conflict(
             f"a newer price went to this channel after the withheld one: {pairs}; releasing "
             "the older could put it live over the newer: release the newest when the channel "
             "withholds it, or let it land"

@@ -408,9 +408,15 @@ def by_message(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-# The figure of a channel's wait in its words (Ozon's hourly hold: "goes in N s", "tried once
-# more in N s"), written when the wait began.
-_WAIT_FIGURE = re.compile(r"\b(goes in|tried once more in) \d+ s\b")
+# The figure of a channel's wait in its words, written when the wait began, each its
+# ``again_in`` (the delivery's ``next_try_at`` then): Ozon's hourly hold ("goes in N s",
+# "tried once more in N s") and its open circle ("tried again in N s"), Yandex Market's budget
+# ("sent in N s") and read-back ("read back in N s"), a price waiting for its companion
+# ("looked at again in N s"; seller review 35: the others were said from the last look).
+_WAIT_FIGURE = re.compile(
+    r"\b(goes in|tried once more in|tried again in|sent in|read back in|looked at again in) "
+    r"\d+(?:\.\d+)? s\b"
+)
 
 
 def wait_from_now(detail: str, due: datetime | str | None, now: datetime) -> str:

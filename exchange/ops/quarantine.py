@@ -21,7 +21,7 @@ from sqlalchemy.sql.selectable import Subquery
 
 from exchange.db.engine import is_postgres
 from exchange.db.on_channels import Channel, channel_ids, channel_names, listed
-from exchange.db.schema import channel_aggregates, messages
+from exchange.db.schema import channel_aggregates, deliveries, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
@@ -111,6 +111,28 @@ def superseded_after_quarantine(m: Any) -> ColumnElement[bool]:
         channel_aggregates.c.aggregate_id == m.c.aggregate_id,
         channel_aggregates.c.channel_id == m.c.channel_id,
         channel_aggregates.c.done_version >= m.c.version,
+    )
+
+
+def newer_version_sent(connection: Connection, message_id: str) -> bool:
+    """Whether 1C has sent a newer version of the message's aggregate to a channel where the
+    message is quarantined (not cancelled there): a retry of this one would only end
+    superseded by it, so the advice is to cancel (seller review 35)."""
+    quarantined, newer = deliveries.alias("q"), deliveries.alias("n")
+    pk = select(messages.c.id).where(messages.c.message_id == message_id).scalar_subquery()
+    return bool(
+        connection.execute(
+            select(
+                exists().where(
+                    quarantined.c.message_pk == pk,
+                    quarantined.c.state == State.QUARANTINED.value,
+                    newer.c.channel_id == quarantined.c.channel_id,
+                    newer.c.aggregate_id == quarantined.c.aggregate_id,
+                    newer.c.version > quarantined.c.version,
+                    newer.c.state != State.CANCELLED.value,
+                )
+            )
+        ).scalar_one()
     )
 
 

@@ -308,16 +308,29 @@ _SUPERSEDED = N_(
     "left to fix, {cancel}."
 )
 _UNKNOWN_REASON = N_("Look at {history} and decide.")
+# A price the marketplace cannot take, of which 1C has sent a newer version since: that one
+# goes in its place, a retry of this one would only end superseded (seller review 35).
+_INVALID_NEWER_SENT = N_(
+    "The marketplace cannot take this price as it is (the last error says why), and 1C has "
+    "sent a newer version of it since, which goes in its place: {cancel}. A retry would only "
+    "end superseded by the newer one."
+)
 
 
-def advice_words(reason: str | None, target: str | None, *, superseded: bool = False) -> str:
+def advice_words(
+    reason: str | None, target: str | None, *, superseded: bool = False, newer: bool = False
+) -> str:
     """The advice ``next_check`` says for ``reason`` on a channel of ``target``, untranslated:
     the one place that decides it per target's kind (a site's or a marketplace's, contract 14).
     Two channels whose advice is the same text have one advice (the workbench's quarantine
-    page says it once, ``web.workbench.core.reasons_on``)."""
+    page says it once, ``web.workbench.core.reasons_on``). ``newer``: 1C has sent a newer
+    version since (``ops.quarantine.newer_version_sent``): a price invalid for the channel is
+    cancelled then, never retried."""
     marketplace = on_marketplace(target)
     if superseded:
         return _SUPERSEDED
+    if newer and reason == "invalid-for-channel":
+        return _INVALID_NEWER_SENT
     if marketplace and reason and reason.startswith("http-"):
         return _REJECTED_BY_MARKETPLACE
     if marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
@@ -336,11 +349,13 @@ def next_check(
     superseded: bool = False,
     steps: dict[str, str] | None = None,
     target: str | None = None,
+    newer: bool = False,
 ) -> str:
     """What the operator has to check or do next, in plain words. ``steps`` says each of
     ``STEP_NAMES`` as a page does (its buttons); a report's own words by default. ``target``:
-    the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask."""
-    words = advice_words(reason, target, superseded=superseded)
+    the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask.
+    ``newer``: 1C has sent a newer version since (``advice_words``)."""
+    words = advice_words(reason, target, superseded=superseded, newer=newer)
     said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
     advice = _(words, lang).format(reason=reason, **{k: said[k] for k in STEP_NAMES})
     pressed = sum(words.count(f"{{{step}}}") for step in _PRESSED)

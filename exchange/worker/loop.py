@@ -35,6 +35,7 @@ import json
 import logging
 import math
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -194,6 +195,9 @@ class DeliveryLoop:
         # target that asks for it).
         self._stop_requested: set[asyncio.Event] = set()
         self.requests_sent = 0
+        # The waits decided without sending this loop's channel is in, each told once at INFO
+        # while it lasts (``log_outcome``).
+        self.waits_told = WaitsTold()
         # A target that makes requests of its own within one send takes a turn for each.
         self._paced_inside = isinstance(target, PacedTarget)
         if isinstance(target, PacedTarget):
@@ -497,8 +501,9 @@ class DeliveryLoop:
                     self.pace.noticed(answered_at, m.aggregate, c.http_status)
                 decisions += [not_sent(PROBE_WAITS, m.attempt) for m in leased[sent:]]
         outcomes = list(zip(leased, decisions, strict=True))
+        now = self.monotonic.now()
         for message, decision in outcomes:
-            log_outcome(message, decision)
+            log_outcome(message, decision, self.waits_told, now)
         return outcomes
 
     def _held_back(self) -> str | None:
@@ -970,21 +975,62 @@ def log_deliveries(outcomes: list[tuple[lease.Leased, Decision]], seconds: float
     )
 
 
-def log_outcome(message: lease.Leased, decision: Decision) -> None:
+# The countdown in a wait's words ("sent in 17 s"): the same wait, whatever it says.
+_COUNTDOWN = re.compile(r"\b\d+ s\b")
+
+
+class WaitsTold:
+    """The waits decided without sending (``outcome=waiting``: Yandex Market's per-minute
+    budget, Ozon's hour, Wildberries' catalogue not read again yet) one loop, so one channel,
+    is in: each is told at INFO when it starts or changes, its repeats at DEBUG while it lasts
+    (review ymlog 35: one worker held by the budget wrote ~6,750 INFO lines in 5 minutes, one
+    per message per cycle). A wait is the same while its error class and words (less a
+    countdown) are; it lasts while it is met again within its delay and ``GRACE`` seconds
+    (``now``: the loop's monotonic seconds)."""
+
+    GRACE = 60.0
+
+    def __init__(self) -> None:
+        self._until: dict[tuple[str | None, str], float] = {}
+
+    def first(self, decision: Decision, now: float) -> bool:
+        """Whether this wait starts now (told at INFO); it lasts from now on."""
+        key = (decision.error_class, _COUNTDOWN.sub("# s", decision.detail))
+        lasting = self._until.get(key, -math.inf) >= now
+        if not lasting and len(self._until) >= 1000:  # many different waits: never unbounded
+            self._until = {k: t for k, t in self._until.items() if t >= now}
+        self._until[key] = now + (decision.delay_s or 0.0) + self.GRACE
+        return not lasting
+
+
+def _waiting(decision: Decision) -> bool:
+    """A wait the target decided without asking the channel (no HTTP status: Wildberries'
+    catalogue not read again yet, Ozon's own count of a product's hour, a companion price):
+    nothing was sent, so it is a wait, with no attempt (mpminor 5)."""
+    return decision.event is Event.AWAITING_OUTCOME and decision.http_status is None
+
+
+def log_outcome(
+    message: lease.Leased,
+    decision: Decision,
+    waits: WaitsTold | None = None,
+    now: float = 0.0,
+) -> None:
     """One line per outcome, the audit trail in the log (a delivery at DEBUG: its batch has
     one INFO line, ``log_deliveries``). Never the payload: the fields are named one by one,
-    and the detail (the site's answer, for a failure) is capped."""
+    and the detail (the site's answer, for a failure) is capped. ``waits``: the loop's waits
+    told already (``now``: its monotonic seconds): a wait decided without sending is at INFO
+    once while it lasts, its repeats at DEBUG."""
     delivered = decision.event is Event.DELIVERED
+    unsent = _waiting(decision)
     if decision.event is Event.QUARANTINED:
         level = logging.WARNING
+    elif unsent and waits is not None:
+        level = logging.INFO if waits.first(decision, now) else logging.DEBUG
     else:
         level = logging.DEBUG if delivered else logging.INFO
     if not log.isEnabledFor(level):  # a delivery at INFO: not even the fields are gathered
         return
-    # A wait the target decided without asking the channel (no HTTP status: Wildberries'
-    # catalogue not read again yet, Ozon's own count of a product's hour, a companion price):
-    # nothing was sent, so it is a wait, with no attempt (mpminor 5).
-    unsent = decision.event is Event.AWAITING_OUTCOME and decision.http_status is None
     log_event(
         log,
         level,

@@ -68,3 +68,26 @@ def test_a_wait_for_a_persons_decision_reads_as_such_never_as_a_wait_for_the_mar
     assert _state_shown(row, "ru") == "ждёт решения оператора по основной цене"
     en = _state_shown(row, "en")
     assert en == "waiting for an operator's decision on the main price", en
+
+
+def test_every_channels_countdown_is_counted_from_now_not_from_the_last_look() -> None:
+    """Seller review 35: Yandex Market's budget («отправим через 58 с»), its read-back, Ozon's
+    open circle and a price waiting for its companion said the figure written at the last look;
+    ``find`` (its clock injected) counts each from now to the due time."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    for said, en in (
+        (
+            "held: Yandex Market's budget of 20 offers a minute is spent; sent in 58 s, not "
+            "charged",
+            "sent in 13 s",
+        ),
+        ("HTTP 200: Yandex Market accepted offer 'SKU-1'; read back in 1.5 s", "read back in 13 s"),
+    ):
+        row = _row(said)
+        row["next_try_at"] = (now + timedelta(seconds=12.4)).isoformat()
+        english = _found_facts(row, "UTC", "en", now)
+        assert en in english, english
+        russian = _found_facts(row, "UTC", "ru", now)
+        assert "через 13 с" in russian and "58" not in russian, russian

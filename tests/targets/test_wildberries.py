@@ -24,6 +24,7 @@ from exchange.dev.wbsim import Limits, Switches, WbSimulator
 from exchange.domain.reasons import Reason
 from exchange.domain.retry import RetryPolicy, decide
 from exchange.domain.verdicts import Classification, Verdict
+from exchange.report.words import history_words
 from exchange.targets.base import OutgoingMessage, Shown
 from exchange.targets.wildberries.budget import LONGEST_WAIT, Budget, Later
 from exchange.targets.wildberries.store import MemoryWbStore, WbStore
@@ -33,7 +34,7 @@ from exchange.targets.wildberries.target import (
     SPLITS,
     WildberriesTarget,
 )
-from exchange.words import error_words
+from exchange.words import error_words, event_said
 
 T = TypeVar("T")
 
@@ -731,6 +732,41 @@ def test_the_good_held_after_a_5xx_or_422_says_what_wb_answered_never_a_lost_ans
     assert "the good waits until it shows 900" in detail, detail
     russian = error_words(detail, "ru")
     assert f"ответил HTTP {status}" in russian and "потерян" not in russian, russian
+
+
+def test_a_503_to_an_upload_is_said_as_a_wait_to_learn_whether_wb_applied_it_up_to_an_hour(
+    sim: WbSimulator,
+) -> None:
+    """Seller review 34: WB answered 503 to an upload, which may have made a task all the same;
+    the next attempt waits until WB shows whether it applied it, up to ``task_timeout`` +
+    ``lost_hold`` (an hour by default: the docs' "up to an hour"). The history row the worker
+    writes (released, the site busy: contract 5c) says that wait, in Russian too, never «
+    отправится позже» (it is not sent again until WB shows it) nor a few minutes."""
+    good = nm(sim, "SKU-1")
+    sim.switches.processing_delay = 1.0
+    sim.faults.late = {(good, 900): 300.0}
+    target = make(
+        sim, MemoryWbStore(), clock=sim.clock.datetime, transport=AnsweredAfterTheTask(503)
+    )
+    (first,) = send(target, price("SKU-1", 1, "900.00"))
+    now = sim.clock.datetime()
+    row = decide(
+        first,
+        attempt=1,
+        now=now,
+        policy=RetryPolicy(10, 1.0, 600.0),
+        rng=random.Random(0),
+        site_delay=540.0,
+        busy="Wildberries busy",
+    )
+
+    event, _, _ = history_words("released", "in_progress", "new", "ru", detail=row.detail)
+    detail = error_words(row.detail, "ru")
+    assert "позже" not in event and "снова" not in event, event
+    assert "применена ли загрузка" in event, event
+    assert "до 60 мин" in detail and "применил ли он загрузку" in detail, detail
+    assert "whether it applied the upload, up to 60 min" in row.detail, row.detail
+    assert "sent again later" not in event_said("released", row.detail, "en")
 
 
 def test_an_upload_refused_409_drops_its_row_no_task_was_made(sim: WbSimulator) -> None:

@@ -2219,9 +2219,33 @@ def test_a_read_back_in_a_send_never_waits_for_its_budget_so_the_next_updates_ne
     held, found, reads = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
     assert [] == clock.slept, "the send never waited"
     assert (Verdict.AWAITING, 2.0) == (held.verdict, held.again_in), held  # 1.2 s, whole
-    assert "read again" in held.detail and 0 == reads, held
+    assert "read then" in held.detail and 0 == reads, held
     assert Verdict.DELIVERED == found.verdict, found
     assert 1 == ym.requests["offer-prices"], "the held read never went"
+
+
+def test_a_read_back_held_by_our_own_budget_is_said_as_waiting_for_it_never_failed(
+    ym: YmSimulator,
+) -> None:
+    """Seller review 35: a read-back our own per-minute budget holds never went, and nothing
+    failed: its history row (and ``find``'s wait) says it waits for the per-minute budget,
+    in Russian «проверка ждёт минутного лимита», never "the read-back failed (held: …)"."""
+    clock = Clock()
+    message = price("SKU-1", 1, "1000")
+
+    async def scenario(t: YandexMarketTarget) -> Classification:
+        await t.send([message])
+        t.read_budget.spend(t.read_budget.limit, clock.now)  # this window's reads are spent
+        (held,) = await t.send([message])
+        return held
+
+    held = run(lambda: target(ym, monotonic=clock, sleep=clock.sleep), scenario)
+    assert Verdict.AWAITING == held.verdict, held
+    assert "failed" not in held.detail, held.detail
+    assert held.detail.startswith("the read-back waits for the per-minute budget (held: "), held
+    russian = detail_words(held.detail)
+    assert russian.startswith("проверка ждёт минутного лимита"), russian
+    assert "не удалась" not in russian, russian
 
 
 @pytest.mark.parametrize("ym", [{"switches": {"parallel": 2}}], indirect=True, ids=["two-at-once"])

@@ -129,3 +129,27 @@ def test_a_yandex_withheld_price_on_a_page_names_the_release_button_not_the_comm
     page = html.unescape(signed_in(base, "olga").get(f"/message/{mid}").text)
     assert "кнопкой «Выпустить к покупателям» или в кабинете" in page, page
     assert "exchange withheld release" not in page, page
+
+
+def test_a_release_the_prices_state_refuses_is_a_conflict_409_a_malformed_one_stays_400(
+    serve: Callable[..., Any], db_url: str, db: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Seller review 35: «Выпустить к покупателям» of a price live already (released, now
+    delivered) is a valid ask its state refuses: 409 Conflict with the page saying why, never
+    400; an ask without its note (malformed) stays 400."""
+    mid = _withheld(db_url, db, withholding_site)
+    base = serve(site_url=withholding_site.url, site_token=TOKEN)
+    add_operator(db, "olga", "operator")
+    client = signed_in(base, "olga")
+
+    def release(note: str) -> Any:
+        return client.post(
+            "/action/release",
+            data={"csrf": csrf_of(client, f"/message/{mid}"), "message_id": mid, "note": note},
+        )
+
+    assert release(NOTE).status_code == 303
+    again = release(NOTE)
+    assert again.status_code == 409, again.status_code
+    assert "только придержанные" in html.unescape(again.text).lower(), again.text
+    assert release(" ").status_code == 400

@@ -249,6 +249,11 @@ UNNAMED = 0
 # the answer was lost.
 
 
+# The words that begin the wait an upload answered 5xx or 422 leaves (``_may_apply``); a
+# history row's event reads them (``exchange.words.event_said``).
+MAY_HAVE_APPLIED = "it may have made a task all the same:"
+
+
 def _unnamed(upload_id: int) -> bool:
     """Whether a task row names no WB task: stored before the upload (``UNNAMED``), or kept
     after an answer that does not say whether WB made one (minus its status)."""
@@ -1329,7 +1334,24 @@ class WildberriesTarget:
                 raise
         if status == 400:
             return await self._refused_whole(goods, response, splits, rebuilt)
-        raise _Answer(answers.whole(response, "upload"))
+        said = answers.whole(response, "upload")
+        if _may_have_made_task(status):
+            # What the next attempt does (``_stuck``), never "sent again later" (seller review
+            # 34: a 503's row said «отправится позже», the wait «около 9 мин», up to an hour).
+            said = replace(said, detail=f"{said.detail}: {self._may_apply(sent_at)}")
+        raise _Answer(said)
+
+    def _may_apply(self, sent_at: datetime) -> str:
+        """What an upload answered 5xx or 422 leaves its goods to (``_may_have_made_task``):
+        a wait until WB shows whether it applied the upload, up to ``task_timeout`` +
+        ``lost_hold`` from the upload (``_stuck``)."""
+        hold = self.task_timeout + self.lost_hold
+        until = sent_at + timedelta(seconds=hold)
+        return (
+            f"{MAY_HAVE_APPLIED} the good waits until Wildberries shows whether it applied the "
+            f"upload, up to {math.ceil(hold / 60)} min (at most until "
+            f"{until:%Y-%m-%d %H:%M:%S} UTC)"
+        )
 
     async def _already(
         self, goods: list[_Good], words: str, alone: bool, checked: bool

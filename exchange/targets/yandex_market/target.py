@@ -1522,10 +1522,15 @@ class YandexMarketTarget:
                         said = replace(said, receipt=NOT_APPLIED)  # its next attempt sends
                     out[m.message_id] = said
                 else:
-                    out[m.message_id] = _accepted(
-                        f"the read-back failed ({whole.classification.detail}); read again",
-                        self._read_again(a, whole),
+                    # Held by our own budget, the read never went: nothing failed, it waits
+                    # (seller review 35: "the read-back failed (held: …)").
+                    why = (
+                        f"the read-back waits for the per-minute budget "
+                        f"({whole.classification.detail}); read then"
+                        if whole.held
+                        else f"the read-back failed ({whole.classification.detail}); read again"
                     )
+                    out[m.message_id] = _accepted(why, self._read_again(a, whole))
             if not pending:
                 return out
         # By message, never by offer: each is judged by what its own update carried.

@@ -16,7 +16,7 @@ from exchange.db.channels import in_use
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids
 from exchange.delivery import withheld
-from exchange.errors import ConfigurationError, OperatorError
+from exchange.errors import ConfigurationError, Conflict, OperatorError
 from exchange.ops import find as finder
 from exchange.ops import quarantine
 from exchange.ops.prioritize import prioritize
@@ -366,8 +366,15 @@ class Actions(Core):
             # channel's client lives and closes in that loop.
             done = await asyncio.to_thread(asyncio.run, go())
         except (OperatorError, ConfigurationError) as exc:
+            # A valid ask the price's state refuses (a newer price, live already) is a
+            # conflict (409); an ask that cannot be read stays 400 (seller review 35).
             return await self.message_page(
-                request, who, message_id, status=400, error=str(exc), note=note
+                request,
+                who,
+                message_id,
+                status=409 if isinstance(exc, Conflict) else 400,
+                error=str(exc),
+                note=note,
             )
         if not done[0].asked and not done[0].delivered:  # live already: nothing to release
             return await self.message_page(request, who, message_id, error=done[0].detail)

@@ -241,8 +241,13 @@ class Core:
             rps=lambda rate: requests_per_second(rate, lang),
             versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
-            next_step=lambda reason, superseded=False, target=None: next_check(
-                reason, lang, superseded=superseded, steps=page_steps(lang), target=target
+            next_step=lambda reason, superseded=False, target=None, newer=False: next_check(
+                reason,
+                lang,
+                superseded=superseded,
+                steps=page_steps(lang),
+                target=target,
+                newer=newer,
             ),
             lang=lang,
             who=who,

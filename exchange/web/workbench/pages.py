@@ -45,6 +45,7 @@ from exchange.ops.quarantine import (
     Filters,
     Page,
     filter_time,
+    newer_version_sent,
     page_of,
     reasons_present,
     sorts_of,
@@ -650,6 +651,8 @@ class Pages(Core):
                 # Withheld, with a newer price waiting behind it (Wildberries' quarantine): the
                 # page says not to confirm it, as ``status`` does (``ops.withheld_behind``).
                 story["behind"] = list(behind_named(connection, [message_id]).values())
+                # Quarantined where 1C has sent a newer version since: the advice is cancel.
+                story["newer"] = newer_version_sent(connection, message_id)
                 return story
 
         story = await asyncio.to_thread(read)
@@ -681,6 +684,7 @@ class Pages(Core):
             withheld=story["message"]["state"] == State.WITHHELD.value
             or bool(on_state(story["deliveries"], State.WITHHELD)),
             behind=[advice(newer, self._lang(request)) for newer in story["behind"]],
+            newer=story["newer"],
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
             attempted=bool(story["message"]["attempts"])
