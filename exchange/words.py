@@ -3513,6 +3513,11 @@ _WORD_MESSAGES.update(
         "backlog_eta": N_("about {eta} at the current pace"),
         "backlog_due": N_("about {eta}: the last of them is due to be sent then"),
         "backlog_none": N_("nothing waits"),
+        # review words35b item 2: a price no pace sends, only an operator's decision
+        "backlog_person": N_(
+            "waiting for an operator's decision on the main price in quarantine: {count} "
+            "(no estimate: none goes before it)"
+        ),
         "backlog_untaken": N_("not taken from 1C yet: {count}"),
         "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),
         "backlog_no_worker": N_("no worker is live: no estimate"),

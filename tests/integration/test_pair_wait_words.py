@@ -1,0 +1,116 @@
+"""Review words35b (a seller in Russian; docs/marketplaces.md, the pair rule): the words said of
+an old price that waits for an operator's decision on its SKU's main price, quarantined by a
+rule of two price types, and of that quarantined price. Ozon's simulator (research §1.1: the
+old price 1200 set in the seller's cabinet refuses 1C's 1300), on SQLite and PostgreSQL; the
+words as ``exchange find``, ``history`` and ``status`` print them."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from marketsims import ozon_sim
+from sqlalchemy import Engine
+
+from exchange import app as bootstrap
+from exchange.db.engine import transaction
+from exchange.dev.ozonsim import OzonSimulator
+from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
+from exchange.domain.clock import FakeClock
+from exchange.ops.backlog import backlog, backlog_words
+from exchange.worker import Worker
+
+RU = {"EXCHANGE_LANG": "ru", "COLUMNS": "400"}
+EN = {"EXCHANGE_LANG": "en", "COLUMNS": "400"}
+
+
+@pytest.fixture
+def site() -> Iterator[OzonSimulator]:
+    with ozon_sim(time_scale=0) as simulator:
+        yield simulator
+
+
+def _typed(version: int, price: str, price_type: str) -> dict[str, Any]:
+    row = price_row("SKU-1", version, price)
+    if price_type != "retail":
+        row["aggregate"] = f"SKU-1/{price_type}"
+        row["payload"] = row["payload"].replace('"retail"', f'"{price_type}"')
+    return row
+
+
+def _waiting_for_a_person(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> dict[str, str]:
+    """1000 delivered; Ozon holds the cabinet's old price 1200; 1C's 1300 quarantined
+    (``channel-rule``); then 1C's old price 1500 waits for the decision on 1300. The backlog
+    words (``exchange status``'s line) with a live worker, by language."""
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    clock = FakeClock()
+    worker: Worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    said: dict[str, str] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [_typed(1, "1000.00", "retail")])
+        await drain(w)
+        product = site.product("SKU-1")
+        assert product is not None
+        product.old_price = Decimal(1200)  # the seller's, set in Ozon's cabinet
+        advance(60)
+        stage(engine, [_typed(2, "1300.00", "retail")])
+        await drain(w)
+        advance(60)
+        stage(engine, [_typed(1, "1500.00", "old")])
+        for _ in range(3):
+            await w.cycle()
+            advance(61)
+        await w.cycle()
+        with transaction(engine, read_only=True) as connection:
+            figures = backlog(connection, clock.now(), w.kinds, timedelta(seconds=60))
+        for lang in ("ru", "en"):
+            said[lang] = backlog_words(figures, lang=lang, live=True)  # type: ignore[arg-type]
+
+    run_worker(worker, scenario)
+    return said
+
+
+def test_status_says_a_price_waiting_for_an_operator_waits_for_the_operator_with_no_time(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Item 2: ``exchange status`` said «очередь: 1 сообщение, около 1 мин: последнее из них
+    уйдёт тогда» of the old price that waits for an operator's decision on the main price:
+    nothing sends it until a person decides (a retry or a cancel of the quarantined price). It
+    says it waits for the operator, with no time; ``--json`` carries no due time for it."""
+    from clitools import Cli
+
+    said = _waiting_for_a_person(db_url, engine, site, tmp_path)
+    assert "ждут решения оператора по основной цене в карантине: 1" in said["ru"], said
+    assert "около" not in said["ru"] and "about" not in said["en"], said
+    assert "waiting for an operator's decision on the main price" in said["en"], said
+    cli = Cli(tmp_path)
+    shown = cli("status", db=db_url, env=RU)
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("очередь:"))
+    assert "ждут решения оператора по основной цене в карантине: 1" in line, shown.stdout
+    assert "около" not in line and "1 сообщение" not in line, line
+    told = json.loads(cli("status", "--json", db=db_url, env=EN).stdout)
+    waiting = told["backlog"]
+    assert (waiting["messages"], waiting["awaiting_person"], waiting["due_s"]) == (0, 1, None)
