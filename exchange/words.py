@@ -2392,13 +2392,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"(?P<w>Ozon: .+)\. Ozon holds (?P<h>an old price|old_price \S+) set outside 1C \(in the "
         r"seller's cabinet\), which the price (?P<p>\S+) sent does not fit: send this SKU's old "
-        r"price from 1C \(price type (?P<t>.+), mapped to old_price; 1C has sent none of it for "
-        r"this SKU\) or clear the old price in Ozon's seller cabinet",
+        r"price from 1C \(price type (?P<t>.+), mapped to old_price; 1C ha(?:s sent none of it "
+        r"for this SKU|d sent none for this SKU when Ozon refused this price)\) or clear the old "
+        r"price in Ozon's seller cabinet",
+        # "has sent none of it": the words before review words35b item 1, in stored histories
         N_(
             "{w}. Ozon holds {h*} set outside 1C (in the seller's cabinet), which the price {p} "
             "sent does not fit: send this SKU's old price from 1C (price type {t}, mapped to "
-            "old_price; 1C has sent none of it for this SKU) or clear the old price in Ozon's "
-            "seller cabinet"
+            "old_price; 1C had sent none for this SKU when Ozon refused this price) or clear the "
+            "old price in Ozon's seller cabinet"
         ),
     ),
     (r"an old price", N_("an old price")),

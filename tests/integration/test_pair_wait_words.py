@@ -44,6 +44,15 @@ def _typed(version: int, price: str, price_type: str) -> dict[str, Any]:
     return row
 
 
+def _said(shown: str) -> str:
+    """``exchange history``'s output as one line: the lines above the table, then the table's
+    last column (the detail, wrapped within its cell) read on."""
+    lines = shown.splitlines()
+    above = [x for x in lines if "│" not in x and not x.startswith(("┏", "┃", "┡", "└"))]
+    detail = [x.split("│")[-2].strip() for x in lines if x.count("│") > 2]
+    return " ".join(" ".join(above + detail).split())
+
+
 def _waiting_for_a_person(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> dict[str, str]:
@@ -114,3 +123,32 @@ def test_status_says_a_price_waiting_for_an_operator_waits_for_the_operator_with
     told = json.loads(cli("status", "--json", db=db_url, env=EN).stdout)
     waiting = told["backlog"]
     assert (waiting["messages"], waiting["awaiting_person"], waiting["due_s"]) == (0, 1, None)
+
+
+def test_the_quarantined_price_says_1cs_old_price_waits_for_the_decision_never_that_1c_sent_none(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Item 1: ``exchange history`` of the quarantined 1300 said "1C has sent none of it for
+    this SKU" («1С не присылала её для этого SKU») while 1C's old price 1500 waited beside it
+    for the operator's decision on 1300. The entry's words are of the time of the refusal, and
+    the history names the old price 1C did send, waiting for that decision."""
+    from clitools import Cli
+
+    _waiting_for_a_person(db_url, engine, site, tmp_path)
+    cli = Cli(tmp_path)
+    found = cli("find", "SKU-1", db=db_url, env=EN).stdout
+    ids = [x for x in found.splitlines() if x.startswith("price.")]  # a row's first line
+    quarantined = next(x for x in ids if x.startswith("price.SKU-1.v2."))
+    waiting = next(x for x in ids if x.startswith("price.SKU-1_old.v1."))
+    told = cli("history", quarantined, db=db_url, env=EN)
+    assert told.returncode == 0, told.stderr
+    en = _said(told.stdout)
+    assert "has sent none of it" not in en, en
+    assert "1C had sent none for this SKU when Ozon refused this price" in en, en
+    said = f"1C's SKU-1/old v1 ({waiting}) waits for an operator's decision on this price"
+    assert said in en, en
+    ru = _said(cli("history", quarantined, db=db_url, env=RU).stdout)
+    assert "1С не присылала её" not in ru, ru
+    assert "но к отказу Ozon 1С её для этого SKU не присылала" in ru, ru
+    said = f"SKU-1/old v1 из 1С ({waiting}) ждёт решения оператора об этой цене"
+    assert said in ru and "повтор этой отправит обе цены вместе" in ru, ru
