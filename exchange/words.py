@@ -2748,6 +2748,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
+    # review words35b item 4: a new old price / discount base quarantined, nothing sent
+    (
+        r"(?P<b>.+); (?P<t>" + _SUBJECT + r") still shows (?P<m>\S+) (?P<a>\S+), the "
+        r"strikethrough price 1C replaced: buyers see it until this one is retried or "
+        r"cancelled, or until 1C's next price of this SKU goes without it",
+        N_(
+            "{b*}; {t&} still shows {m} {a}, the strikethrough price 1C replaced: buyers see it "
+            "until this one is retried or cancelled, or until 1C's next price of this SKU goes "
+            "without it"
+        ),
+    ),
     # review ozonpair: what a person's decision on a price quarantined by a pair rule does
     (
         r"(?P<b>.+); a new (?P<o>.+?) from 1C waits for a person's decision on this price: "

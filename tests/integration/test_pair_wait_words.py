@@ -152,3 +152,61 @@ def test_the_quarantined_price_says_1cs_old_price_waits_for_the_decision_never_t
     assert "но к отказу Ozon 1С её для этого SKU не присылала" in ru, ru
     said = f"SKU-1/old v1 из 1С ({waiting}) ждёт решения оператора об этой цене"
     assert said in ru and "повтор этой отправит обе цены вместе" in ru, ru
+
+
+def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethrough_1c_replaced(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Item 4: 1000 with old_price 1400 delivered; 1C's old price 900 (below 1000, research
+    §1.1) waits for 1C's next package, then is quarantined with nothing sent: Ozon keeps
+    showing 1400 struck through. The entry said only the rule it breaks; it says, in one
+    sentence, that buyers still see the strikethrough price 1C replaced (``history``, the
+    operators' report)."""
+    from clitools import Cli
+
+    key = tmp_path / "ozon.key"
+    key.write_text("ozon-key", encoding="utf-8")
+    settings = fast_settings(
+        db_url,
+        None,
+        target="ozon",
+        ozon_api_url=site.url,
+        ozon_client_id="836741",
+        ozon_api_key_file=str(key),
+        ozon_price_types={"retail": "price", "old": "old_price"},
+    )
+    clock = FakeClock()
+    worker: Worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [_typed(1, "1000.00", "retail"), _typed(1, "1400.00", "old")])
+        await drain(w)
+        for _ in range(13):  # the grace for 1C's next package (10 min) runs out
+            clock.advance(61)
+            site.clock.advance(61)
+            if _ == 0:
+                stage(engine, [_typed(2, "900.00", "old")])
+            await w.cycle()
+
+    run_worker(worker, scenario)
+    product = site.product("SKU-1")
+    assert product is not None and product.old_price == Decimal(1400), "nothing sent"
+    cli = Cli(tmp_path)
+    found = cli("find", "SKU-1/old", db=db_url, env=EN).stdout
+    refused = next(x for x in found.splitlines() if x.startswith("price.SKU-1_old.v2."))
+    assert "quarantined" in found, found
+    en = _said(cli("history", refused, db=db_url, env=EN).stdout)
+    said = (
+        "Ozon still shows old_price 1400.00, the strikethrough price 1C replaced: buyers see it "
+        "until this one is retried or cancelled, or until 1C's next price of this SKU goes "
+        "without it"
+    )
+    assert said in en, en
+    ru = _said(cli("history", refused, db=db_url, env=RU).stdout)
+    said = "Ozon по-прежнему показывает old_price 1400.00 — зачёркнутую цену, которую 1С заменила"
+    assert said in ru and "покупатели видят её" in ru, ru
+    report = tmp_path / "quarantine.md"
+    written = cli("quarantine", "export", "--output", str(report), "--lang", "ru", db=db_url)
+    assert written.returncode == 0, written.stderr
+    shown = " ".join(report.read_text(encoding="utf-8").split())
+    assert said in shown, shown
