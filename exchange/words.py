@@ -2561,6 +2561,28 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"HTTP 200, read back: offer (?P<o>'.*?') shows (?P<f>.+)",
         N_("HTTP 200, read back: offer {o} shows {f}"),
     ),
+    # review words35b item 3: an earlier update landed after this one (§3.5: no order)
+    (
+        r"an earlier update of offer (?P<o>'.*?') \((?P<e>[^)]+)\), not shown yet when this one "
+        r"was accepted, landed after it: Yandex Market shows that, not this update's "
+        r"(?P<f>.+?); read back in (?P<w>\S+) s, sent again if not shown within "
+        r"ym_apply_timeout",
+        N_(
+            "an earlier update of offer {o} ({e}), not shown yet when this one was accepted, "
+            "landed after it: Yandex Market shows that, not this update's {f}; read back in {w} "
+            "s, sent again if not shown within ym_apply_timeout"
+        ),
+    ),
+    (
+        r"an earlier update of offer (?P<o>'.*?') \((?P<e>[^)]+)\), not shown yet when this one "
+        r"was accepted, landed after it: Yandex Market shows that, not this update's "
+        r"(?P<f>.+?), (?P<t>\S+) s after Yandex Market accepted this one: sent again",
+        N_(
+            "an earlier update of offer {o} ({e}), not shown yet when this one was accepted, "
+            "landed after it: Yandex Market shows that, not this update's {f}, {t} s after "
+            "Yandex Market accepted this one: sent again"
+        ),
+    ),
     (
         r"Yandex Market accepted offer (?P<o>.+) but does not show the price (?P<t>\S+) s later, "
         r"and does not list it in its price quarantine: sent again",
