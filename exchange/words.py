@@ -2414,13 +2414,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"(?P<w>Ozon: .+)\. Ozon holds (?P<h>an old price|old_price \S+) set outside 1C \(in the "
         r"seller's cabinet\), which the price (?P<p>\S+) sent does not fit: send this SKU's old "
-        r"price from 1C \(price type (?P<t>.+), mapped to old_price; 1C has sent none of it for "
-        r"this SKU\) or clear the old price in Ozon's seller cabinet",
+        r"price from 1C \(price type (?P<t>.+), mapped to old_price; 1C ha(?:s sent none of it "
+        r"for this SKU|d sent none for this SKU when Ozon refused this price)\) or clear the old "
+        r"price in Ozon's seller cabinet",
+        # "has sent none of it": the words before review words35b item 1, in stored histories
         N_(
             "{w}. Ozon holds {h*} set outside 1C (in the seller's cabinet), which the price {p} "
             "sent does not fit: send this SKU's old price from 1C (price type {t}, mapped to "
-            "old_price; 1C has sent none of it for this SKU) or clear the old price in Ozon's "
-            "seller cabinet"
+            "old_price; 1C had sent none for this SKU when Ozon refused this price) or clear the "
+            "old price in Ozon's seller cabinet"
         ),
     ),
     (r"an old price", N_("an old price")),
@@ -2584,6 +2586,28 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"HTTP 200, read back: offer (?P<o>'.*?') shows (?P<f>.+)",
         N_("HTTP 200, read back: offer {o} shows {f}"),
+    ),
+    # review words35b item 3: an earlier update landed after this one (§3.5: no order)
+    (
+        r"an earlier update of offer (?P<o>'.*?') \((?P<e>[^)]+)\), not shown yet when this one "
+        r"was accepted, landed after it: Yandex Market shows that, not this update's "
+        r"(?P<f>.+?); read back in (?P<w>\S+) s, sent again if not shown within "
+        r"ym_apply_timeout",
+        N_(
+            "an earlier update of offer {o} ({e}), not shown yet when this one was accepted, "
+            "landed after it: Yandex Market shows that, not this update's {f}; read back in {w} "
+            "s, sent again if not shown within ym_apply_timeout"
+        ),
+    ),
+    (
+        r"an earlier update of offer (?P<o>'.*?') \((?P<e>[^)]+)\), not shown yet when this one "
+        r"was accepted, landed after it: Yandex Market shows that, not this update's "
+        r"(?P<f>.+?), (?P<t>\S+) s after Yandex Market accepted this one: sent again",
+        N_(
+            "an earlier update of offer {o} ({e}), not shown yet when this one was accepted, "
+            "landed after it: Yandex Market shows that, not this update's {f}, {t} s after "
+            "Yandex Market accepted this one: sent again"
+        ),
     ),
     (
         r"Yandex Market accepted offer (?P<o>.+) but does not show the price (?P<t>\S+) s later, "
@@ -2770,6 +2794,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "alone beside the other known prices of its SKU it breaks a rule of {t&} ({b*}); 1C "
             "may send the other price type in its next package: looked at again in {w} s, "
             "quarantined if it still breaks the rule {l} s from now, not charged"
+        ),
+    ),
+    # review words35b item 4: a new old price / discount base quarantined, nothing sent
+    (
+        r"(?P<b>.+); (?P<t>" + _SUBJECT + r") still shows (?P<m>\S+) (?P<a>\S+), the "
+        r"strikethrough price 1C replaced: buyers see it until this one is retried or "
+        r"cancelled, or until 1C's next price of this SKU goes without it",
+        N_(
+            "{b*}; {t&} still shows {m} {a}, the strikethrough price 1C replaced: buyers see it "
+            "until this one is retried or cancelled, or until 1C's next price of this SKU goes "
+            "without it"
         ),
     ),
     # review ozonpair: what a person's decision on a price quarantined by a pair rule does
@@ -3539,6 +3574,11 @@ _WORD_MESSAGES.update(
         "backlog_eta": N_("about {eta} at the current pace"),
         "backlog_due": N_("about {eta}: the last of them is due to be sent then"),
         "backlog_none": N_("nothing waits"),
+        # review words35b item 2: a price no pace sends, only an operator's decision
+        "backlog_person": N_(
+            "waiting for an operator's decision on the main price in quarantine: {count} "
+            "(no estimate: none goes before it)"
+        ),
         "backlog_untaken": N_("not taken from 1C yet: {count}"),
         "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),
         "backlog_no_worker": N_("no worker is live: no estimate"),

@@ -562,6 +562,13 @@ def history(
             attempts=m["attempts"],
         )
     out.print(headline, markup=False)
+    for waiting in m.get("waiting_on_it") or ():  # words35b item 1: 1C did send it
+        said = "  " + _(
+            "1C's {aggregate} v{version} ({message_id}) waits for an operator's decision on "
+            "this price: retrying this one sends both together, cancelling it lets that one go",
+            lang,
+        ).format(**waiting)
+        out.print(said, markup=False, highlight=False)
     if m.get("delivered_nowhere"):
         out.print("  " + nowhere_words(m, lang), markup=False, highlight=False)
     if len(bio["deliveries"]) > 1:  # contract 13: its state on every channel

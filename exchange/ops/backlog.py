@@ -2,9 +2,12 @@
 when they will be done at the current pace.
 
 ``messages``: the deliveries new less held (a held one waits for a person, not for the pace),
-plus delayed and in progress. ``eta_s``: that number divided by the messages delivered per
-second over the last minute by all live workers together; None when none was delivered then (no
-pace to extrapolate from). A worker is live while its last report is younger than
+plus delayed and in progress, less the delayed ones that wait for a person's decision on their
+SKU's quarantined main price (``ops.waits.wait_of`` "person": nothing moves them but an
+operator's retry or cancel, so no pace or due time says when; counted apart as
+``awaiting_person``, review words35b item 2). ``eta_s``: that number divided by the messages
+delivered per second over the last minute by all live workers together; None when none was
+delivered then (no pace to extrapolate from). A worker is live while its last report is younger than
 max(EXCHANGE_LEASE_SECONDS, 3 × EXCHANGE_POLL_INTERVAL) (contract 6)."""
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from exchange.domain.states import Event, State
 from exchange.i18n import Lang, _, ngettext
 from exchange.ops.find import held
 from exchange.ops.status import human_age
+from exchange.ops.waits import wait_of
 
 PACE_WINDOW = timedelta(minutes=1)
 
@@ -45,7 +49,16 @@ def backlog(
     ).all():
         by_state[state] = by_state.get(state, 0) + int(count)
     waiting = max(0, by_state.get(State.NEW.value, 0) - held(connection, kinds, ids))
+    on_person = wait_of(deliveries.c.message_pk, deliveries.c.channel_id, deliveries.c.state)
+    person = connection.execute(
+        select(func.count()).where(
+            on(deliveries.c.channel_id, ids),
+            deliveries.c.state == State.DELAYED.value,
+            on_person == "person",
+        )
+    ).scalar_one()
     waiting += by_state.get(State.DELAYED.value, 0) + by_state.get(State.IN_PROGRESS.value, 0)
+    waiting -= person
     live_workers = select(workers.c.worker_id).where(
         workers.c.heartbeat_at >= now - live, workers.c.stopped_at.is_(None)
     )
@@ -63,11 +76,13 @@ def backlog(
     # (Ozon's hour: due in 59 min) leaves then, whatever the pace of the others says.
     due = connection.execute(
         select(func.max(deliveries.c.next_try_at)).where(
-            on(deliveries.c.channel_id, ids), deliveries.c.state == State.DELAYED.value
+            on(deliveries.c.channel_id, ids),
+            deliveries.c.state == State.DELAYED.value,
+            on_person != "person",  # looked at again each minute, sent only on a decision
         )
     ).scalar_one()
     due_s = round((due - now).total_seconds(), 1) if due is not None and due > now else None
-    return {"messages": waiting, "eta_s": eta, "due_s": due_s}
+    return {"messages": waiting, "eta_s": eta, "due_s": due_s, "awaiting_person": int(person)}
 
 
 def estimate(figures: dict[str, Any]) -> float | None:
@@ -120,8 +135,13 @@ def backlog_words(
     set): what does not answer is every channel, not "the site" (contract 13). ``untaken``:
     the channels all the waiting work is on, none of which a worker takes
     (``untaken_channels``); ``live``: whether any worker is live (none: the pace of the last
-    minute is no one's, and "none delivered" would be untrue of a run that just ended)."""
+    minute is no one's, and "none delivered" would be untrue of a run that just ended).
+    The prices that wait for an operator's decision on their SKU's quarantined main price
+    (``awaiting_person``) are said apart, with no estimate: nothing sends them until then."""
+    person = int(figures.get("awaiting_person") or 0)
     if figures["messages"] == 0:
+        if person:
+            return _person_words(person, lang, _("backlog: none", lang))
         return _("backlog: none", lang)
     count = ngettext("{count} message", "{count} messages", figures["messages"], lang).format(
         count=f"{figures['messages']:,}".replace(",", "\u00a0" if lang == "ru" else " ")
@@ -146,6 +166,16 @@ def backlog_words(
         said = _("backlog: {count}, none delivered in the last minute", lang)
     else:
         said = _("backlog: {count}, about {eta} at the current pace", lang)
-    return said.format(
+    said = said.format(
         count=count, eta=human_age(estimate(figures), lang), channels=", ".join(untaken or ())
     )
+    return _person_words(person, lang, said) if person else said
+
+
+def _person_words(person: int, lang: Lang, said: str) -> str:
+    """``said`` and the prices that wait for an operator's decision (no time said)."""
+    return _(
+        "{said}; waiting for an operator's decision on the main price in quarantine: {count} "
+        "(no estimate: none goes before it)",
+        lang,
+    ).format(said=said, count=person)

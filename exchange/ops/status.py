@@ -51,7 +51,7 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition, nowhere_facts
-from exchange.ops.waits import Wait, wait_of, waits_said
+from exchange.ops.waits import Wait, wait_of, waiting_on, waits_said
 from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control, order
 from exchange.settings import worker_live_within
@@ -1230,6 +1230,12 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             # delayed waiting for its channel, not for a retry; of those, waiting for 1C's
             # other price type or for a person (``waits.wait_of``)
             **_waits_of(connection, row),
+            # quarantined: the prices that wait for a person's decision on it (words35b item 1)
+            "waiting_on_it": (
+                waiting_on(connection, row["message_id"], row["channel_id"])
+                if row["state"] == State.QUARANTINED.value
+                else []
+            ),
             "reason": row["reason"],
             "attempts": row["attempts"],
             "superseded_by": row["superseded_by"],

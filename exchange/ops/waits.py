@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, case, func, select
+from sqlalchemy import ColumnElement, Connection, and_, case, func, select
 
-from exchange.db.schema import history
+from exchange.db.schema import deliveries, history, messages
 from exchange.domain.prices import AWAITING_1C, AWAITING_PERSON
 from exchange.domain.states import Event, State
 
@@ -119,3 +119,26 @@ def awaiting_in_biography(story: Iterable[dict[str, Any]]) -> list[tuple[Wait, W
     return awaiting_in_story(
         (e.get("channel"), e["event"], e["from"], e["to"], e.get("error_class")) for e in story
     )
+
+
+def waiting_on(connection: Connection, message_id: str, channel_id: Any) -> list[dict[str, Any]]:
+    """The prices on ``channel_id`` that wait for a person's decision on the quarantined
+    ``message_id`` (``wait_of`` "person", their wait naming it: ``targets.marketplace.items``'
+    words name the quarantined entry's message_id), oldest first: what ``exchange history`` of
+    the quarantined entry says waits beside it (review words35b item 1: its words said "1C has
+    sent none of it" while 1C's old price waited for the decision)."""
+    if channel_id is None:
+        return []
+    d, m = deliveries, messages
+    rows = connection.execute(
+        select(m.c.message_id, m.c.aggregate, m.c.version)
+        .join(m, d.c.message_pk == m.c.id)
+        .where(
+            d.c.channel_id == channel_id,
+            d.c.state == State.DELAYED.value,
+            d.c.last_error.contains(message_id, autoescape=True),
+            wait_of(d.c.message_pk, d.c.channel_id, d.c.state) == "person",
+        )
+        .order_by(m.c.id)
+    ).mappings()
+    return [dict(r) for r in rows]

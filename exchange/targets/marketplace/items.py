@@ -346,6 +346,9 @@ def build(
                     live = _live(item, channel, held.get(sku, ()))
                     quarantine.detail += pair_words(channel, set(item.fields_of.values()), live)
                     quarantine.receipt = PAIR_RULE
+                shown = _shown_dependent(item, channel, held.get(sku, ()))
+                if shown is not None:
+                    quarantine.detail += still_shown_words(channel, *shown)
                 answers.update(spread(item, quarantine))
             continue
         ready.append(item)
@@ -368,6 +371,38 @@ def pair_words(channel: Channel, fields: set[str], live: Decimal | None) -> str:
         f"; a new {', '.join(others)} from 1C waits for a person's decision on this price: "
         f"retrying it sends both together, cancelling it leaves {held} on {channel.said}"
     )
+
+
+def still_shown_words(channel: Channel, mapped: str, amount: Decimal) -> str:
+    """What the marketplace shows while a new dependent price (an old price, a discount base)
+    sits in quarantine with nothing sent for its item: the one 1C replaced, ``mapped``
+    ``amount``, struck through, until a decision on this one or until 1C's next price of the
+    SKU goes without it (``_replaced``; review words35b item 4: the seller could not tell that
+    buyers still saw the old strikethrough price)."""
+    return (
+        f"; {channel.said} still shows {mapped} {text(amount)}, the strikethrough price 1C "
+        "replaced: buyers see it until this one is retried or cancelled, or until 1C's next "
+        "price of this SKU goes without it"
+    )
+
+
+def _shown_dependent(
+    item: Item, channel: Channel, known: Iterable[KnownPrice]
+) -> tuple[str, Decimal] | None:
+    """The dependent price the marketplace shows of those the item carries as new alone (its
+    type and the amount delivered before, which 1C replaced); None where the item carries an
+    independent price too (it would go with the item), or none was delivered, or 1C's earlier
+    replacement already went as none (``_replaced``: the marketplace shows none)."""
+    if not item.new or not item.new <= set(channel.dependent):
+        return None
+    for price in sorted(known, key=lambda k: k.version, reverse=True):
+        mapped = channel.price_types.get(price.price_type)
+        if mapped is None or mapped not in item.new or price.currency != channel.currency:
+            continue
+        if price.version >= item.versions.get(mapped, 0) or _replaced(price, mapped, channel):
+            continue
+        return mapped, price.amount
+    return None
 
 
 def _live(item: Item, channel: Channel, known: Iterable[KnownPrice]) -> Decimal | None:

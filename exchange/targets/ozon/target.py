@@ -198,13 +198,15 @@ def own_old_price_words(
     old price Ozon holds (``old``; None or 0: unread) was set outside 1C, in the seller's
     cabinet, and the way out (research §1.1: ``old_price`` "0" clears it). ``mapped``: the 1C
     price types the channel maps to ``old_price``; where there are some, the way out is 1C's
-    old price of this SKU, not a mapping the channel has already (review ozonpair item 2)."""
+    old price of this SKU, not a mapping the channel has already (review ozonpair item 2); "had
+    sent none … when Ozon refused": one 1C sends later waits for the decision on this price,
+    which ``exchange history`` names (review words35b item 1)."""
     held = "an old price" if not old else f"old_price {text(old)}"
     if mapped:
         way = (
             "send this SKU's old price from 1C (price type "
-            f"{', '.join(repr(t) for t in sorted(mapped))}, mapped to old_price; 1C has sent "
-            "none of it for this SKU)"
+            f"{', '.join(repr(t) for t in sorted(mapped))}, mapped to old_price; 1C had sent "
+            "none for this SKU when Ozon refused this price)"
         )
     else:
         way = (

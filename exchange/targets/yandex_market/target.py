@@ -265,6 +265,10 @@ class _Accepted:
     # the delivery moved on without this worker (another worker found it not applied, or sent
     # it again): the database's receipt is then what counts, never this memory.
     receipt: str | None = None
+    # The fields of the earlier updates of the offer that were not shown yet when this one was
+    # accepted (``_unsettled``, this process's memory): the read-back showing one of them says
+    # it landed after this one (review words35b item 3), in this one's history.
+    earlier: list[dict[str, Decimal]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1230,12 +1234,15 @@ class YandexMarketTarget:
             out.update((m.message_id, verdict) for m in item.carried)
         return out
 
-    async def _unsettled(self, items: list[_Item], at: datetime) -> set[str]:
+    async def _unsettled(
+        self, items: list[_Item], at: datetime
+    ) -> dict[str, list[dict[str, Decimal]]]:
         """The SKUs of ``items`` with an earlier update on the channel that may still land
         (``EarlierSends``, the database: another worker's, or this one's before a restart or
         a client timeout), sent within ``ym_apply_timeout`` before ``at`` and not this item's
         fields (the same fields show the same whichever lands last). What cannot be read is
-        taken as unsettled: a read-back then counts only once ``ym_apply_timeout`` passed."""
+        taken as unsettled: a read-back then counts only once ``ym_apply_timeout`` passed. By
+        SKU: the fields of those earlier updates the receipts name (none where unknown)."""
         since = at - timedelta(seconds=self.apply_timeout)
         carried = sorted({m.message_id for item in items for m in item.carried})
         skus = sorted({item.sku for item in items})
@@ -1249,20 +1256,19 @@ class YandexMarketTarget:
                 "counts once ym_apply_timeout has passed",
                 type(exc).__name__,
             )
-            return set(skus)
-        out: set[str] = set()
+            return {sku: [] for sku in skus}
+        out: dict[str, list[dict[str, Decimal]]] = {}
         for item in items:
             for receipt in found.get(item.sku, []):
                 sent = _from_receipt(receipt, SENT) or _from_receipt(receipt)
                 if sent is None:  # in flight at a crash, or not applied in time: unknown
-                    out.add(item.sku)
-                    break
+                    out.setdefault(item.sku, [])
+                    continue
                 offer, fields, sent_at, _, _ = sent
                 if sent_at < since:
                     continue  # landed by now, or never will (``ym_apply_timeout``)
                 if offer != item.offer or fields != item.fields:
-                    out.add(item.sku)
-                    break
+                    out.setdefault(item.sku, []).append(dict(fields))
         return out
 
     async def _took(
@@ -1286,10 +1292,12 @@ class YandexMarketTarget:
             # apart until ``ym_apply_timeout`` has passed.
             settles_at: float | None = now + self.apply_timeout if item.sku in unsettled else None
             words = refused.get(item.offer)
+            before = list(unsettled.get(item.sku, []))
             for earlier in self._accepted.values():
                 if earlier.offer == item.offer and earlier.sku == item.sku:
                     if earlier.fields != item.fields:
                         settles_at = now + self.apply_timeout
+                        before.append(dict(earlier.fields))
                     if words is None:  # taken for sure: it replaces the earlier whole
                         earlier.fields = dict(item.fields)
                         earlier.versions = dict(item.versions)
@@ -1308,6 +1316,7 @@ class YandexMarketTarget:
                     settles_at=settles_at,
                     refused=words,
                     receipt=receipt,
+                    earlier=[f for f in before if f != item.fields],
                 )
                 if words is None:
                     said = f"{why}: Yandex Market accepted offer {item.offer!r}"
@@ -1657,11 +1666,15 @@ class YandexMarketTarget:
             elif m.message_id in late:
                 self._accepted.pop(m.message_id, None)
                 self._not_applied[m.message_id] = a.receipt
+                landed = _landed_late(seen, a)
                 out[m.message_id] = Classification(
                     Verdict.TEMPORARY,
                     f"Yandex Market accepted offer {a.offer!r} but does not show the price "
                     f"{self.apply_timeout:g} s later, and does not list it in its price "
-                    "quarantine: sent again",
+                    "quarantine: sent again"
+                    if landed is None
+                    else f"{landed}, {self.apply_timeout:g} s after Yandex Market accepted this "
+                    "one: sent again",
                     http_status=200,
                     error_class="NotApplied",
                     receipt=NOT_APPLIED,
@@ -1681,9 +1694,13 @@ class YandexMarketTarget:
             else:
                 a.reads += 1
                 wait = self._wait(a.reads)
+                landed = _landed_late(seen, a)
                 out[m.message_id] = _accepted(
                     f"Yandex Market does not show offer {a.offer!r}'s price yet; read back in "
-                    f"{shared.seconds_said(wait)} s",
+                    f"{shared.seconds_said(wait)} s"
+                    if landed is None
+                    else f"{landed}; read back in {shared.seconds_said(wait)} s, sent again "
+                    "if not shown within ym_apply_timeout",
                     wait,
                 )
         return out
@@ -2162,6 +2179,23 @@ def _held(seen: _Read | None, price: MappedPrice) -> Decimal | None:
     if price.mapped == "minimumForBestseller" and not held and price.amount == 0:
         return price.amount  # no minimum asked, none held
     return held
+
+
+def _landed_late(seen: _Read | None, a: _Accepted) -> str | None:
+    """What the read-back says where it shows, instead of the update ``a``, an earlier update
+    of its offer that was not shown yet when ``a`` was accepted (``_Accepted.earlier``): that
+    one landed after ``a`` was sent (§3.5: no order promised; review words35b item 3, as
+    Wildberries' ``lost-send-found`` says of a task found late). None: no such one shown."""
+    for fields in a.earlier:
+        if _shows(seen, fields):
+            return (
+                f"an earlier update of offer {a.offer!r} ("
+                + ", ".join(f"{k}={number(v)}" for k, v in fields.items())
+                + "), not shown yet when this one was accepted, landed after it: Yandex Market "
+                "shows that, not this update's "
+                + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items())
+            )
+    return None
 
 
 def _shows(seen: _Read | None, fields: Mapping[str, Decimal]) -> bool:
