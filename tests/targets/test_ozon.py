@@ -18,7 +18,7 @@ import pytest
 from conformance import price
 
 from exchange import app
-from exchange.dev.ozonsim import IMPORT_PRICES, ROLES, OzonSimulator
+from exchange.dev.ozonsim import IMPORT_PRICES, INFO_PRICES, ROLES, OzonSimulator
 from exchange.dev.ozonsim import Item as SimItem
 from exchange.domain.pause import PauseCause, pause_cause
 from exchange.domain.prices import KnownPrice, WaitingPrice
@@ -911,3 +911,43 @@ def test_ozons_limit_refusal_says_its_hourly_limit_never_a_number_it_did_not_say
         assert ru.startswith("ждёт: Ozon отказал в обновлении этого товара"), ru
         assert "10" not in ru and "held" not in ru, ru
     assert "acquire limit per item" in refused.detail  # Ozon's own words, quoted
+
+
+def test_a_first_send_reads_ozons_prices_once_for_the_batch_and_skips_what_ozon_shows(
+    ozon: OzonSimulator,
+) -> None:
+    """Review ozonleft35 item 1: the channel has no delivered price of these SKUs yet (a
+    channel added, or dropped and added again, and seeded). Ozon's prices are read first, and
+    what Ozon shows at exactly 1C's prices is delivered without an import (research §1.3: each
+    import is one of the product's 10 updates an hour). A batch of five SKUs in requests of two,
+    sent together as the worker sends them, reads once (§1.4: up to 1,000 offer_ids a read),
+    not once a request: each read is one of Ozon's requests a second."""
+    for n in (0, 1):
+        ozon.set_price(f"SKU-{n}", Decimal(f"{100 + n}.50"))
+    ozon.set_price("SKU-2", Decimal("555"))  # another price than 1C's: it goes
+    messages = [price(f"SKU-{n}", 1, f"{100 + n}.50") for n in range(5)]
+    made = target(ozon, delivered=MemoryKnownPrices(), max_items=2)
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        answered = await asyncio.gather(*(t.send(r) for r in t.requests(messages)))
+        return [a for answers in answered for a in answers]
+
+    answers = run(made, scenario)
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED] * 5
+    assert all("first send of it" in a.detail for a in answers[:2]), answers[:2]
+    assert not any("already" in a.detail for a in answers[2:]), answers[2:]
+    assert ozon.requests[INFO_PRICES] == 1, "one read for the batch"
+    assert imports(ozon) == 2 and ozon.charged("SKU-0") == ozon.charged("SKU-1") == []
+    assert [ozon.price(f"SKU-{n}") for n in range(5)] == [
+        Decimal(f"{100 + n}.50") for n in range(5)
+    ]
+
+
+def test_a_first_send_goes_when_ozons_prices_cannot_be_read(ozon: OzonSimulator) -> None:
+    """A send of 1C's price is never wrong: the read before the first send refused (Ozon's
+    5xx), the price goes as before."""
+    ozon.set_price("SKU-1", Decimal("100.00"))
+    ozon.faults.internal_errors = 1  # the read's
+    answers = deliver(target(ozon, delivered=MemoryKnownPrices()), price("SKU-1", 1, "100.00"))
+    assert answers[0].verdict is Verdict.DELIVERED and "already" not in answers[0].detail
+    assert imports(ozon) == 1

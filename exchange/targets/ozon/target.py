@@ -6,7 +6,9 @@ price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 i
 (``rounding``), and Ozon's stated price rules (old-price gaps, the minimum price's bounds) are
 checked, a broken one ``invalid-for-channel``. A price equal to the one delivered is not sent
 again where Ozon shows it (one read of the batch's such products, ``_shown``): delivered without
-a request (research §1.3: Ozon restricts senders of identical requests); a send whose outcome is
+a request (research §1.3: Ozon restricts senders of identical requests), and so is a channel's
+first send of a SKU (no delivered price of it: a channel added, or added again, and seeded) at
+exactly what Ozon shows, one read for the worker's batch (``_prices_of``); a send whose outcome is
 unknown (a timeout, a crash in flight, a version superseded after it may have gone) leaves what
 Ozon holds unknown. A send whose answer was lost (a timeout or a connection cut after the
 request may have reached Ozon, or a 5xx) may still land, after a newer one (§1.5: no order
@@ -138,6 +140,9 @@ LOST_HOLD = 600.0
 # Seconds between two reads of a waiting product's prices: at most 20 reads a lost send (§1.3:
 # identical requests may get the account restricted), one read for a send's waiting products.
 LOST_EVERY = 30.0
+# Seconds a read of Ozon's prices serves the batch's other requests (``_prices_of``): a batch
+# of 1,000 SKUs in requests of a few items goes in a few seconds at Ozon's pace (§1.3).
+READ_FRESH = 30.0
 
 ApiKey = Callable[[], str | None]
 log = logging.getLogger(__name__)
@@ -324,6 +329,13 @@ class OzonTarget:
         self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
         self._marks: dict[str, str] = {}  # SKU -> the mark of its send about to leave
         self.lost_hold, self.lost_every = lost_hold, lost_every
+        self._monotonic = monotonic
+        # Ozon's prices read for the batch (``_prices_of``): offer_id -> (read at, on
+        # ``monotonic``; its entry, None: not listed), the reads under way, and the batch's
+        # SKUs whose requests have not asked yet (``requests``).
+        self._read: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._reading: dict[str, asyncio.Future[str | None]] = {}
+        self._ahead: dict[str, None] = {}
         # SKU -> its lost send's word (``late.token``), without a database (``sent``) only:
         # with one, the deliveries' receipts hold it for every worker (``SentTimes.lost``).
         self._lost_here: dict[str, str] = {}
@@ -339,7 +351,14 @@ class OzonTarget:
     # -- the seam --------------------------------------------------------------------------
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
-        return by_sku(messages, self.max_items)
+        requests = by_sku(messages, self.max_items)
+        # The batch's SKUs, for a read of one request's prices to take the others' along
+        # (``_prices_of``); a read no send took within READ_FRESH is forgotten.
+        fresh = self._monotonic() - READ_FRESH
+        self._read = {o: got for o, got in self._read.items() if got[0] >= fresh}
+        skus = (sku_of(m) for m in messages) if len(requests) > 1 else ()
+        self._ahead = dict.fromkeys(sku for sku in skus if sku is not None)
+        return requests
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         built = await gather(
@@ -361,17 +380,35 @@ class OzonTarget:
                 said = shared_article(other, item.sku, item.offer_id, "Ozon")
                 answers.update(spread(item, invalid(said)))
             built.items = kept
-        unchanged = await self._unchanged(built.items)
-        shown = await self._shown([i for i in built.items if i.sku in unchanged])
+        unchanged, first = await self._unchanged(built.items)
+        if first:
+            # A first send held by "Circle is open" is read when it may go, not now.
+            await self._circle_heard()
+            if self._circle_until > self.clock():
+                first = set()
+        shown = await self._shown([i for i in built.items if i.sku in unchanged | first])
         unchanged &= set(shown)
         now = self.clock()
+        # The channel's first send of a SKU (a channel added, or added again under its name,
+        # and seeded): what Ozon shows at exactly its prices is not sent (§1.3: every send
+        # counts in the product's 10 an hour), unless a lost send may still land over it.
+        there = {sku for sku in first if sku in shown}
+        if there:
+            there -= set(await self._lost_pending(sorted(there), now))
         await self._seed([item.sku for item in built.items], now)
-        await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
+        await self._refusals([i.sku for i in built.items if i.sku not in unchanged | there], now)
         going: list[Item] = []
-        if any(item.sku not in unchanged for item in built.items):
+        if any(item.sku not in unchanged | there for item in built.items):
             await self._circle_heard()
         circle = self._circle_until - now
         for item in built.items:
+            if item.sku in there:
+                said = (
+                    f"Ozon shows {shown[item.sku]} already (read before the channel's first "
+                    "send of it), not sent"
+                )
+                answers.update(spread(item, Classification(Verdict.DELIVERED, said)))
+                continue
             if item.sku not in unchanged and circle > 0:
                 # §1.3: the method is blocked for a few minutes; a request now would only
                 # prolong the "lot of requests" that blocked it.
@@ -640,26 +677,7 @@ class OzonTarget:
         never applied, and the item goes."""
         if not items:
             return items
-        skus = sorted({item.sku for item in items})
-        since = now - self.lost_hold
-        receipts: dict[str, list[str]] = {}
-        if self.sent is not NO_SENT_TIMES:
-            try:
-                receipts = await asyncio.to_thread(
-                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST
-                )
-            except Exception:  # the service's database: this process's memory only
-                receipts = {}
-        for sku in skus:
-            if sku in self._lost_here:
-                receipts.setdefault(sku, []).append(self._lost_here[sku])
-        pending: dict[str, tuple[late.LostSend, list[str]]] = {}
-        for sku, held in receipts.items():
-            words = late.tokens(LOST, held)
-            sends = [(s, w) for w in words if (s := late.read_token(LOST, w)) and s.at >= since]
-            if sends:
-                newest = max(sends, key=lambda pair: pair[0].at)[0]
-                pending[sku] = (newest, [w for _, w in sends])
+        pending = await self._lost_pending(sorted({item.sku for item in items}), now)
         if not pending:
             return items
         waiting = [item for item in items if item.sku in pending]
@@ -722,6 +740,33 @@ class OzonTarget:
                 log.warning("Ozon: a landed send could not be recorded (%s)", type(exc).__name__)
         return going
 
+    async def _lost_pending(
+        self, skus: list[str], now: float
+    ) -> dict[str, tuple[late.LostSend, list[str]]]:
+        """The SKUs of ``skus`` whose send's answer was lost within ``lost_hold`` (any channel's
+        of the account: ``SentTimes.lost_since``; this process's memory without a database),
+        each with its newest lost send and the words of every one (``_late``)."""
+        since = now - self.lost_hold
+        receipts: dict[str, list[str]] = {}
+        if self.sent is not NO_SENT_TIMES:
+            try:
+                receipts = await asyncio.to_thread(
+                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST
+                )
+            except Exception:  # the service's database: this process's memory only
+                receipts = {}
+        for sku in skus:
+            if sku in self._lost_here:
+                receipts.setdefault(sku, []).append(self._lost_here[sku])
+        pending: dict[str, tuple[late.LostSend, list[str]]] = {}
+        for sku, held in receipts.items():
+            words = late.tokens(LOST, held)
+            sends = [(s, w) for w in words if (s := late.read_token(LOST, w)) and s.at >= since]
+            if sends:
+                newest = max(sends, key=lambda pair: pair[0].at)[0]
+                pending[sku] = (newest, [w for _, w in sends])
+        return pending
+
     async def _circle(self, now: float) -> None:
         """Ozon answered "Circle is open" at ``now`` (§1.3: the method blocked for a few
         minutes): no request of this process for CIRCLE_SECONDS, nor of another worker of the
@@ -778,8 +823,12 @@ class OzonTarget:
                 self.hours.refused(sku, at)
             self.hours.free_at(sku, now)  # a wait already over is forgotten
 
-    async def _unchanged(self, items: list[Item]) -> set[str]:
-        """The SKUs whose every field is what Ozon holds: delivered without a request. What
+    async def _unchanged(self, items: list[Item]) -> tuple[set[str], set[str]]:
+        """The SKUs whose every field is what Ozon holds: delivered without a request where
+        Ozon shows it (``_shown``); and those the channel has no price of yet, delivered or
+        taken by this process (its first send: a channel added, or dropped and added again
+        under its name, and seeded), read as well, with a database only (the channel's
+        delivered prices: without them every send would be a first one). What
         Ozon holds is, field by field, the newest (by version) of the channel's delivered
         prices (any worker's) and of what Ozon took from this process (``_accepted``: a price
         it took that the delivered prices may not hold yet). A price this process saw taken
@@ -790,6 +839,7 @@ class OzonTarget:
         database unread): with them, this process's memory only adds a version they do not
         hold yet. Without them (``exchange check``, the tests), it is all there is."""
         same: set[str] = set()
+        first: set[str] = set()
         alone = self.delivered is NO_KNOWN_PRICES  # no channel's delivered prices to read
         delivered: dict[str, dict[str, tuple[Decimal, int]]] = {}
         if items:
@@ -816,7 +866,9 @@ class OzonTarget:
                 for field, amount in item.prices.items()
             ):
                 same.add(item.sku)
-        return same
+            elif not alone and item.sku not in delivered and item.offer_id not in self._accepted:
+                first.add(item.sku)
+        return same, first
 
     async def _shown(self, items: list[Item]) -> dict[str, str]:
         """Of the items whose prices equal the delivered ones (``_unchanged``), those whose
@@ -831,10 +883,9 @@ class OzonTarget:
         while only the hour's count (10 updates, every send's) bounds the sends."""
         if not items:
             return {}
-        found = await self.offers([item.offer_id for item in items])
-        if isinstance(found, Classification):
-            log.info("Ozon: prices not read before an unchanged send (%s)", found.detail[:200])
-            return {}
+        found, failed = await self._prices_of(items)
+        if failed is not None:
+            log.info("Ozon: prices not read before a send (%s)", failed[:200])
         same: dict[str, str] = {}
         for item in items:
             entry = found.get(item.offer_id)
@@ -844,6 +895,97 @@ class OzonTarget:
             if late.shows(late.LostSend(0.0, dict(item.prices)), held):
                 same[item.sku] = late.said(item.prices)
         return same
+
+    async def _prices_of(self, items: list[Item]) -> tuple[dict[str, dict[str, Any]], str | None]:
+        """Ozon's prices of the items' offers (``offers``' entries by offer_id; one not listed
+        or not read: absent), and why a read failed, if one did. One read serves the worker's
+        batch: its requests (``requests``: ``max_items`` SKUs each) are sent apart, and a read
+        of one request's offers takes the batch's others not asked yet along, up to 1,000
+        offer_ids a read (§1.4), so that a batch of 1,000 SKUs in requests of 40 reads once,
+        not 25 times (each read is one of Ozon's 50 requests a second, §1.3). A request whose
+        offers are being read waits for that read; each entry serves one send, within
+        ``READ_FRESH`` seconds of its read, and is forgotten once its offer is sent
+        (``_import``)."""
+        loop = asyncio.get_running_loop()
+        fresh = self._monotonic() - READ_FRESH
+        offers = [item.offer_id for item in items]
+        for item in items:
+            self._ahead.pop(item.sku, None)  # asked now: no later read takes it along
+        missing: list[str] = []
+        waits: set[asyncio.Future[str | None]] = set()
+        for offer in dict.fromkeys(offers):
+            got = self._read.get(offer)
+            if got is not None and got[0] >= fresh:
+                continue
+            reading = self._reading.get(offer)
+            if reading is not None and reading.get_loop() is loop and not reading.done():
+                waits.add(reading)
+                continue
+            missing.append(offer)
+        if missing:
+            wanted = missing + await self._ahead_offers(missing, fresh)
+            task = loop.create_task(self._read_into(wanted))
+            for offer in wanted:
+                self._reading[offer] = task
+            waits.add(task)
+        failed: str | None = None
+        for reading in waits:
+            failed = await reading or failed
+        found: dict[str, dict[str, Any]] = {}
+        for offer in dict.fromkeys(offers):
+            got = self._read.pop(offer, None)
+            if got is not None and got[1] is not None and got[0] >= fresh:
+                found[offer] = got[1]
+        return found, failed
+
+    async def _ahead_offers(self, asked: list[str], fresh: float) -> list[str]:
+        """The batch's other offers (``requests``) a read of ``asked`` takes along: not read
+        since ``fresh``, nor being read, as many as fill its last 1,000 (never another
+        request)."""
+        room = -len(asked) % MAX_ITEMS
+        if not room or not self._ahead:
+            return []
+        skus = list(self._ahead)
+        if self.channel.sku_source == "article":
+            try:
+                articles = await asyncio.to_thread(self.articles.of, skus)
+            except Exception:  # the service's database: this request's offers only
+                return []
+            offers = [articles[sku] for sku in skus if articles.get(sku)]
+        else:
+            offers = skus
+        taken = set(asked)
+        more: list[str] = []
+        for offer in offers:
+            got = self._read.get(offer)
+            reading = self._reading.get(offer)
+            if (
+                offer in taken
+                or (got is not None and got[0] >= fresh)
+                or (reading is not None and not reading.done())
+            ):
+                continue
+            taken.add(offer)
+            more.append(offer)
+            if len(more) == room:
+                break
+        return more
+
+    async def _read_into(self, offers: list[str]) -> str | None:
+        """``offers``' prices read (``offers``) into ``_read``; why not, if the read failed."""
+        try:
+            found = await self.offers(offers)
+        finally:
+            me = asyncio.current_task()
+            for offer in offers:
+                if self._reading.get(offer) is me:
+                    del self._reading[offer]
+        if isinstance(found, Classification):
+            return found.detail
+        at = self._monotonic()
+        for offer in offers:
+            self._read[offer] = (at, found.get(offer))
+        return None
 
     def _held(
         self, seconds: float, *, refused: bool = False, after_refusal: bool = False
@@ -896,6 +1038,7 @@ class OzonTarget:
             # Once a send goes out, what Ozon holds is known again only from its ``updated``
             # (a timeout or a cut-off request may or may not have landed: contract 14).
             self._accepted.pop(item.offer_id, None)
+            self._read.pop(item.offer_id, None)  # read before: no longer what Ozon shows
         sent_at = self.clock()
         try:
             response = await self._post(IMPORT_PRICES, {"prices": [self._wire(i) for i in items]})
