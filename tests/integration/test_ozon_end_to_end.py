@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -395,6 +396,59 @@ def test_circle_is_open_heard_by_one_worker_holds_the_other_worker_too(
     assert {("SKU-1", "delivered", 1), ("SKU-2", "delivered", 1)} == set(found), (
         "the circle's wait never charged"
     )
+
+
+def test_after_circle_is_open_one_workers_request_goes_first_and_the_other_after_its_answer(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozonleft35 item 2: research §1.3, "Circle is open" blocks the method "for a few
+    minutes"; the docs say one request probes first after the wait. The shared wait
+    (``DbHold``) ends at one moment every worker reads alike, and each worker's held price is
+    due then: the old code sent both workers' requests at once into a method that may still
+    be blocked. Now one request goes first (the account's turn, a ``target_locks`` row); the
+    other worker's waits until it is answered (Ozon takes 1.2 s to answer it): within the
+    first second after the wait, the simulator receives one request. SQLite and PostgreSQL."""
+    clock = FakeClock()
+    # A price a batch: each worker claims one of the two due at the wait's end.
+    first = make_worker(db_url, engine, site, clock, tmp_path, worker_id="worker-a", batch_size=1)
+    second = make_worker(db_url, engine, site, clock, tmp_path, worker_id="worker-b", batch_size=1)
+    arrived: list[float] = []
+    gate = site.gate
+
+    def recorded(path: str, headers: Any) -> Any:
+        if path == IMPORT_PRICES:
+            arrived.append(time.monotonic())
+        return gate(path, headers)
+
+    site.gate = recorded  # type: ignore[method-assign]
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario() -> None:
+        try:
+            site.open_circle()
+            stage(engine, [price_row("SKU-1", 1, "300.00")])
+            await cycles(first, 2)
+            stage(engine, [price_row("SKU-2", 1, "400.00")])
+            await cycles(second, 2)
+            assert len(arrived) == 1, "the first worker met the circle; the second sent nothing"
+            advance(185)  # the wait is over for both (the simulator's three minutes too)
+            site.faults.slow_after = 1.2
+            await asyncio.gather(first.cycle(), second.cycle())
+            for _ in range(5):
+                advance(2)
+                await asyncio.gather(first.cycle(), second.cycle())
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert site.price("SKU-1") == Decimal("300") and site.price("SKU-2") == Decimal("400")
+    after = arrived[1:]
+    assert len(after) == 2, arrived
+    assert after[1] - after[0] >= 1.0, "the second request left before the first was answered"
 
 
 def test_an_old_price_claimed_while_its_lowered_price_waits_for_a_retry_lands_with_it(

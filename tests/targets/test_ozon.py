@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -951,3 +952,45 @@ def test_a_first_send_goes_when_ozons_prices_cannot_be_read(ozon: OzonSimulator)
     answers = deliver(target(ozon, delivered=MemoryKnownPrices()), price("SKU-1", 1, "100.00"))
     assert answers[0].verdict is Verdict.DELIVERED and "already" not in answers[0].detail
     assert imports(ozon) == 1
+
+
+def _import_arrivals(ozon: OzonSimulator) -> list[float]:
+    """The real moments the simulator takes up an import request (``gate``: before its
+    answer), recorded from now on."""
+    arrived: list[float] = []
+    gate = ozon.gate
+
+    def recorded(path: str, headers: object) -> object:
+        if path == IMPORT_PRICES:
+            arrived.append(time.monotonic())
+        return gate(path, headers)  # type: ignore[arg-type]
+
+    ozon.gate = recorded  # type: ignore[assignment,method-assign]
+    return arrived
+
+
+def test_after_circle_is_open_one_request_goes_first_and_the_rest_once_it_is_answered(
+    ozon: OzonSimulator,
+) -> None:
+    """Review ozonleft35 item 2: research §1.3, "Circle is open" blocks the method "for a few
+    minutes", and the docs say one request probes first after the wait. Every item held for it
+    is due at the wait's end, so a batch's requests (sent together, as the worker sends them)
+    all left at once: two requests 0.17 s apart into a method that may still be blocked. Now
+    one goes first; the others leave only once it is answered (Ozon answers it 0.5 s later)."""
+    ozon.open_circle()
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        (refused,) = await t.send([price("SKU-1", 1)])
+        assert refused.verdict is Verdict.AWAITING and imports(ozon) == 1
+        ozon.clock.advance(int(refused.again_in or 0))  # the wait is over
+        ozon.faults.slow_after = 0.5  # the first request's answer takes half a second
+        messages = [price(f"SKU-{n}", 1) for n in range(1, 4)]
+        answered = await asyncio.gather(*(t.send(r) for r in t.requests(messages)))
+        return [a for answers in answered for a in answers]
+
+    made = target(ozon, max_items=1)
+    arrived = _import_arrivals(ozon)
+    answers = run(made, scenario)
+    after = arrived[1:]  # the first met the circle
+    assert len(after) == 3 and [a.verdict for a in answers] == [Verdict.DELIVERED] * 3
+    assert [t - after[0] < 0.45 for t in after] == [True, False, False], after

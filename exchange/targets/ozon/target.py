@@ -55,7 +55,12 @@ from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.marketplace import late
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
-from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
+from exchange.targets.marketplace.hold import (
+    NO_SHARED_HOLD,
+    NO_SHARED_TURN,
+    SharedHold,
+    SharedTurn,
+)
 from exchange.targets.marketplace.holders import (
     NO_HOLDERS,
     OfferHolders,
@@ -143,6 +148,9 @@ LOST_EVERY = 30.0
 # Seconds a read of Ozon's prices serves the batch's other requests (``_prices_of``): a batch
 # of 1,000 SKUs in requests of a few items goes in a few seconds at Ozon's pace (§1.3).
 READ_FRESH = 30.0
+# Seconds a request waits, held, while another worker's request goes first after "Circle is
+# open" (``_first_after_circle``): an import is answered within the client's timeout.
+PROBE_WAIT = 2.0
 
 ApiKey = Callable[[], str | None]
 log = logging.getLogger(__name__)
@@ -258,6 +266,7 @@ class OzonTarget:
         hours: ProductHours | None = None,
         sent: SentTimes = NO_SENT_TIMES,
         circle: SharedHold = NO_SHARED_HOLD,
+        circle_turn: SharedTurn = NO_SHARED_TURN,
         max_items: int = MAX_ITEMS,
         probe_every: float = 300.0,
         requests_per_second: float | None = PER_SECOND,
@@ -326,6 +335,11 @@ class OzonTarget:
         self._key_refused: tuple[float, str | None, Classification] | None = None
         self._circle_until = -math.inf  # "Circle is open" on the import until then (clock)
         self.circle = circle  # the same, heard by any worker (``_circle``)
+        # The request that goes first once the wait is over, one of the account's at a time
+        # (``_first_after_circle``), held at most this long by a holder that dies.
+        self.circle_turn, self._turn_seconds = circle_turn, timeout + 5.0
+        self._answered_past = -math.inf  # a request was answered, not "Circle is open", after
+        self._turn: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
         self._marks: dict[str, str] = {}  # SKU -> the mark of its send about to leave
         self.lost_hold, self.lost_every = lost_hold, lost_every
@@ -434,10 +448,64 @@ class OzonTarget:
                 continue
             going.append(item)
         going = await self._late(going, now, answers)
-        going = await self._reserve(going, now, answers)
+        if going and self._circle_until > self._answered_past:
+            await self._first_after_circle(going, now, answers)
+        elif going:
+            await self._send_now(going, now, answers)
+        return [answers[m.message_id] for m in messages]
+
+    async def _send_now(
+        self, items: list[Item], now: float, answers: dict[str, Classification]
+    ) -> None:
+        going = await self._reserve(items, now, answers)
         if going:
             await self._import(going, answers)
-        return [answers[m.message_id] for m in messages]
+
+    async def _first_after_circle(
+        self, items: list[Item], now: float, answers: dict[str, Classification]
+    ) -> None:
+        """The first request after a "Circle is open" wait ended (no request answered since):
+        §1.3, the method "starts working as usual in a few minutes", a moment no one is told,
+        and every request still held for it is due at the wait's end, read alike by every
+        worker of the account (``SharedHold``) and by every request of a batch: each would
+        leave at once (two requests 0.17 s apart, review ozonleft35 item 2), and a method
+        still blocked would be met by all. One goes first: this process's requests one at a
+        time, the account's workers one at a time (``circle_turn``); the others wait for its
+        answer, held (``PROBE_WAIT``, not charged) where another worker's request is out. Met
+        by "Circle is open" again, the wait starts over (``_circle``); answered otherwise, the
+        rest go."""
+        loop = asyncio.get_running_loop()
+        if self._turn is None or self._turn[0] is not loop:
+            self._turn = (loop, asyncio.Lock())
+        async with self._turn[1]:
+            if self._circle_until <= self._answered_past:
+                await self._send_now(items, now, answers)  # answered while this one waited
+                return
+            await self._circle_heard()
+            now = self.clock()
+            left = self._circle_until - now
+            taken = left <= 0 and await self._take_turn()
+            if not taken:
+                said = 'held: Ozon answered "Circle is open" (the prices method is blocked)'
+                held = circle_held(said, left if left > 0 else PROBE_WAIT)
+                for item in items:
+                    answers.update(spread(item, held))
+                return
+            try:
+                await self._send_now(items, now, answers)
+            finally:
+                try:
+                    await asyncio.to_thread(self.circle_turn.release)
+                except Exception:  # the service's database: the turn ends by itself
+                    log.warning('Ozon: the turn after "Circle is open" could not be given back')
+
+    async def _take_turn(self) -> bool:
+        """The account's turn to send first after "Circle is open" (``circle_turn``); the
+        database unreachable, this process's own turn (the send's record fails the same)."""
+        try:
+            return await asyncio.to_thread(self.circle_turn.acquire, self._turn_seconds)
+        except Exception:  # the service's database
+            return True
 
     async def health(self) -> Classification:
         """``/v1/roles`` with the key. While Ozon refuses the key, asked again once every
@@ -1040,6 +1108,7 @@ class OzonTarget:
             self._accepted.pop(item.offer_id, None)
             self._read.pop(item.offer_id, None)  # read before: no longer what Ozon shows
         sent_at = self.clock()
+        circle_before = self._circle_until  # the wait this request goes after, if any
         try:
             response = await self._post(IMPORT_PRICES, {"prices": [self._wire(i) for i in items]})
         except _Stop as stop:
@@ -1061,7 +1130,9 @@ class OzonTarget:
             )
             if judged.error_class == CIRCLE:
                 await self._circle(now)
-            elif 500 <= response.status_code < 600:
+            else:  # answered, not "Circle is open": the wait before it is over
+                self._answered_past = max(self._answered_past, circle_before)
+            if judged.error_class != CIRCLE and 500 <= response.status_code < 600:
                 # A 5xx (Ozon's "Internal error", a gateway's timeout page) says nothing of
                 # whether Ozon applied the import: a gateway may hand it on after it gave up,
                 # a server may fail after taking it (an HTTP fact, not Ozon's word), and a
@@ -1093,6 +1164,7 @@ class OzonTarget:
             for item in items:
                 answers.update(spread(item, held))
             return
+        self._answered_past = max(self._answered_past, circle_before)
         results = body.get("result") if isinstance(body, dict) else None
         if not isinstance(results, list):
             unknown = Classification(
