@@ -18,6 +18,7 @@ from marketsims import ozon_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
+from exchange.cli.serving import left_after_run
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, history, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, INFO_PRICES, ROLES, OzonSimulator
@@ -117,6 +118,40 @@ def test_a_refused_product_lands_its_latest_price_within_61_minutes_never_charge
     assert site.price("SKU-1") == Decimal("310")
     assert clock.now() - refused_at <= timedelta(minutes=61)
     assert site.requests[IMPORT_PRICES] == 2, "the refused send and the one that landed"
+
+
+def test_until_idles_last_line_says_the_prices_waiting_for_ozons_hour_and_when_the_next_goes(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozonleft35 item 3: a product held for Ozon's hourly limit (research §1.3) leaves
+    ``run --until-idle`` (with --max-seconds) saying only "left: 1 waiting", as if something
+    were stuck. Its last line says how many wait for Ozon's hour and when the next goes (the
+    held delivery's due time), in English and in Russian."""
+    clock = FakeClock()
+    for n in range(10):  # another sender used SKU-1's hour
+        site.import_prices(
+            [SimItem("SKU-1", 0, {"price": Decimal(50 + n), "currency_code": "RUB"})]
+        )
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "300.00"), price_row("SKU-2", 1, "400.00")])
+        await cycles(w)
+
+    run_worker(worker, scenario)
+    with transaction(engine, read_only=True) as connection:
+        due = connection.execute(
+            select(deliveries.c.next_try_at).where(deliveries.c.state == "delayed")
+        ).scalar_one()
+    at = f"{due:%Y-%m-%d %H:%M:%S}"
+    said, _ = left_after_run(engine, worker.settings, worker)
+    assert said.startswith("left: 1 waiting"), said
+    assert (
+        "1 of them waits for Ozon's hourly limit of price updates of a product and goes by "
+        f"itself, the next at {at} UTC"
+    ) in said, said
+    russian, _ = left_after_run(engine, worker.settings, worker, "ru")
+    assert "часового лимита Ozon" in russian and at in russian, russian
 
 
 def test_two_price_types_of_one_sku_go_as_one_item_and_an_unchanged_price_is_not_sent_again(

@@ -49,7 +49,7 @@ from typing import Any
 import httpx
 
 from exchange.domain.pause import SETTING_MISSING
-from exchange.domain.prices import PAIR_RULE
+from exchange.domain.prices import OZON_HOUR, PAIR_RULE
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
@@ -1081,9 +1081,7 @@ class OzonTarget:
                 "held: 10 price updates of this product sent within the hour (Ozon's limit); "
                 f"goes in {wait} s, not charged"
             )
-        return Classification(
-            Verdict.AWAITING, said, again_in=float(wait), error_class="OzonItemLimit"
-        )
+        return Classification(Verdict.AWAITING, said, again_in=float(wait), error_class=OZON_HOUR)
 
     def _wire(self, item: Item) -> dict[str, Any]:
         entry: dict[str, Any] = {"offer_id": item.offer_id}
