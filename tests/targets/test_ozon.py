@@ -994,3 +994,27 @@ def test_after_circle_is_open_one_request_goes_first_and_the_rest_once_it_is_ans
     after = arrived[1:]  # the first met the circle
     assert len(after) == 3 and [a.verdict for a in answers] == [Verdict.DELIVERED] * 3
     assert [t - after[0] < 0.45 for t in after] == [True, False, False], after
+
+
+def test_a_first_send_ozon_shows_still_waits_for_a_lost_send_that_may_land_over_it(
+    ozon: OzonSimulator,
+) -> None:
+    """A first send delivered by a read only where nothing may land after the read: Ozon
+    shows 900, the send of 1100 lost its answer (a gateway's 504; Ozon applies it later,
+    research §1.5: no order between two racing updates), and 1C's 900 comes. Delivered at
+    once because Ozon shows 900, the late 1100 would land over it while 900 reads delivered:
+    it waits for the lost send instead (``_late``)."""
+    from exchange.targets.marketplace.late import LOST_SEND
+
+    ozon.set_price("SKU-1", Decimal("900"))
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        ozon.faults.late_status, ozon.faults.late_after = 504, 30.0
+        answers = await t.send([price("SKU-1", 1, "1100.00")])
+        ozon.faults.late_status = None
+        return answers + await t.send([price("SKU-1", 2, "900.00")])
+
+    lost, second = run(target(ozon, delivered=MemoryKnownPrices()), scenario)
+    assert lost.verdict is not Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("900")
+    assert second.verdict is Verdict.AWAITING and second.error_class == LOST_SEND, second
+    assert imports(ozon) == 1
