@@ -939,9 +939,10 @@ class OzonTarget:
         return same, first
 
     async def _shown(self, items: list[Item]) -> dict[str, str]:
-        """Of the items whose prices equal the delivered ones (``_unchanged``), those whose
-        prices Ozon shows now (SKU -> the prices in words), read with one request
-        (``offers``: up to 1,000 offer_ids a request, §1.4, within the pace): a price set in
+        """Of the items whose prices equal the delivered ones, or that the channel sends for
+        the first time (``_unchanged``), those whose prices Ozon shows now (SKU -> the prices
+        in words), read with one request for the batch (``_prices_of``: up to 1,000 offer_ids
+        a request, §1.4, within the pace): a price set in
         the seller's cabinet, or by Ozon's strategies (§1.6.5), since the last delivery
         differs from 1C's, and 1C's price goes (review ozon34 finding 2: 1C's 500 again was
         "not sent again" while Ozon showed the cabinet's 777). Unread (Ozon refused or did
