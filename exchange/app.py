@@ -14,6 +14,7 @@ import contextlib
 import logging
 import random
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -399,9 +400,9 @@ def ozon_target(
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
-    from exchange.db.target_lock import DbHold
+    from exchange.db.target_lock import DbHold, DbLock
     from exchange.targets.marketplace.articles import NO_ARTICLES
-    from exchange.targets.marketplace.hold import NO_SHARED_HOLD
+    from exchange.targets.marketplace.hold import NO_SHARED_HOLD, NO_SHARED_TURN
     from exchange.targets.marketplace.holders import NO_HOLDERS
     from exchange.targets.ozon.hours import NO_SENT_TIMES
     from exchange.targets.ozon.target import OzonTarget
@@ -450,6 +451,15 @@ def ozon_target(
         circle=DbHold(engine, f"ozon circle:{settings.ozon_client_id}")
         if engine is not None
         else NO_SHARED_HOLD,
+        # Its end is every worker's moment alike: one request goes first (each worker's own).
+        circle_turn=DbLock(
+            engine,
+            f"ozon circle turn:{settings.ozon_client_id}",
+            f"{settings.worker_id}:{uuid.uuid4().hex[:12]}",
+            clock or SystemClock(),
+        )
+        if engine is not None
+        else NO_SHARED_TURN,
         clock=(lambda: clock.now().timestamp()) if clock is not None else time.time,
         # A refused key is asked about again once per retry_max_delay, as WB's and YM's
         # read-only pauses try a write (review 32).

@@ -2393,6 +2393,10 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("unchanged: Ozon shows {p} already (read now), not sent again"),
     ),
     (
+        r"Ozon shows (?P<p>.+?) already \(read before the channel's first send of it\), not sent",
+        N_("Ozon shows {p} already (read before the channel's first send of it), not sent"),
+    ),
+    (
         r"Ozon gave no answer for offer_id (?P<o>.+) in its 200 \(its result holds none\): "
         r"whether Ozon took the price is unknown",
         N_(

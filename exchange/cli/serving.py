@@ -3,6 +3,7 @@ workbench)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -23,11 +24,13 @@ from exchange.db.engine import make_engine, make_private, transaction
 from exchange.db.wake import how_workers_wake
 from exchange.domain.clock import SystemClock
 from exchange.domain.pause import PauseCause
+from exchange.domain.prices import OZON_HOUR
 from exchange.i18n import N_, Lang, _, ngettext
 from exchange.ops.attention import pause_words, unserved
 from exchange.ops.status import (
     status,
 )
+from exchange.ops.waits import channel_waits
 from exchange.queue import control
 from exchange.settings import safe_url
 
@@ -153,24 +156,40 @@ def run(
             run_event_loop(tell())
         worker.retire()
         if until_idle:
-            with transaction(engine, read_only=True) as connection:
-                left = status(connection, SystemClock().now(), settings.policies)
-                pause = control.operator_pause(connection)
-                # kept on no channel: no run delivers them (contract 1: never silent)
-                kinds = (kind for kind, _policy in settings.policies.policies)
-                nowhere = kept_nowhere(connection, kinds)
-                stranded = (  # where the channels are named, as status's cause (contract 13)
-                    unserved(connection, [c.name for c in settings.channels_in_force()])
-                    if settings.channels is not None
-                    else {}
-                )
-            said = _left_line(
-                left, pause, worker.pause_cause, worker.paused_reason, cli_lang(), nowhere=nowhere
-            )
+            said, stranded = left_after_run(engine, settings, worker, cli_lang())
             out.print(said, markup=False, highlight=False)
             if stranded:  # owner 31 item 4: idle, but what waits there waits for a person
                 err.print(_stranded_line(stranded, cli_lang()), markup=False, highlight=False)
     raise typer.Exit(code)
+
+
+def left_after_run(
+    engine: Any, settings: Any, worker: Any, lang: Lang = "en"
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """``run --until-idle``'s last line (``_left_line``) and the deliveries stranded on
+    registered channels no configured channel serves (``_stranded_line``), read now."""
+    with transaction(engine, read_only=True) as connection:
+        left = status(connection, SystemClock().now(), settings.policies)
+        pause = control.operator_pause(connection)
+        # kept on no channel: no run delivers them (contract 1: never silent)
+        kinds = (kind for kind, _policy in settings.policies.policies)
+        nowhere = kept_nowhere(connection, kinds)
+        ozon_hour = channel_waits(connection, OZON_HOUR)
+        stranded = (  # where the channels are named, as status's cause (contract 13)
+            unserved(connection, [c.name for c in settings.channels_in_force()])
+            if settings.channels is not None
+            else {}
+        )
+    said = _left_line(
+        left,
+        pause,
+        worker.pause_cause,
+        worker.paused_reason,
+        lang,
+        nowhere=nowhere,
+        ozon_hour=ozon_hour,
+    )
+    return said, stranded
 
 
 def _left_line(
@@ -181,15 +200,34 @@ def _left_line(
     lang: Lang = "en",
     *,
     nowhere: dict[str, dict[str, Any]] | None = None,
+    ozon_hour: tuple[int, datetime | None] = (0, None),
 ) -> str:
     """The last line of ``run --until-idle``: what is left, so a scheduled task's log says it;
-    ``nowhere``: the messages kept on no channel, by kind (``db.channels.kept_nowhere``)."""
+    ``nowhere``: the messages kept on no channel, by kind (``db.channels.kept_nowhere``);
+    ``ozon_hour``: how many of the waiting wait for Ozon's hourly limit, and when the first
+    goes (``ops.waits.channel_waits``): a wait that ends by itself, said as one (review
+    ozonleft35 item 3: "N waiting" alone read as something stuck)."""
     counts = figures.counts
     waiting = counts.get("new", 0) + counts.get("delayed", 0)
     parts = [
         _("{waiting} waiting ({held} held behind the quarantine)", lang).format(
             waiting=waiting, held=figures.held
         ),
+    ]
+    held_for_hour, due = ozon_hour
+    if held_for_hour:
+        at = "?" if due is None else f"{due.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
+        parts.append(
+            ngettext(
+                "{count} of them waits for Ozon's hourly limit of price updates of a product "
+                "and goes by itself, the next at {at} UTC",
+                "{count} of them wait for Ozon's hourly limit of price updates of a product "
+                "and go by themselves, the next at {at} UTC",
+                held_for_hour,
+                lang,
+            ).format(count=held_for_hour, at=at)
+        )
+    parts += [
         _("{count} quarantined", lang).format(count=counts.get("quarantined", 0)),
     ]
     if counts.get("withheld"):  # contract 13: idle, but a person's to release

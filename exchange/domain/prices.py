@@ -66,6 +66,11 @@ AWAITING_1C = "AwaitingPriceFrom1C"
 # not the marketplace nor 1C; ``status`` and the dashboard count it apart
 # (``ops.waits.wait_of``: "person"; review wait34).
 AWAITING_PERSON = "AwaitingDecisionOnMainPrice"
+# The error class of a price held for Ozon's hourly limit of updates of a product (research
+# §1.3): by the target's own count of its sends, or after Ozon refused one for it
+# (``targets.ozon``); ``run --until-idle``'s last line says how many wait for it and when the
+# next goes (``ops.waits.channel_waits``).
+OZON_HOUR = "OzonItemLimit"
 # The receipt of a marketplace price quarantined because it broke a rule of two price types
 # beside the known price of the other type (``targets.marketplace.items``: Ozon's old price
 # below the price, Yandex Market's discount under 5 %), not by its own fault: a new price of the

@@ -11,10 +11,12 @@ its channel says which; a delivery whose history no longer holds either is said 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Connection, and_, case, func, select
 
+from exchange.db.on_channels import on
 from exchange.db.schema import deliveries, history, messages
 from exchange.domain.prices import AWAITING_1C, AWAITING_PERSON
 from exchange.domain.states import Event, State
@@ -67,6 +69,23 @@ def wait_of(pk: Any, channel_id: Any, state: Any) -> ColumnElement[str]:
     kind = case(*((on == cls, kind) for cls, kind in _NOT_ON_CHANNEL.items()), else_="channel")
     # ``awaiting`` NULL (no delaying event) takes the else: not a wait
     return case((awaiting(pk, channel_id, state), kind), else_="")
+
+
+def channel_waits(
+    connection: Connection, error_class: str, ids: list[int] | None = None
+) -> tuple[int, datetime | None]:
+    """How many delayed deliveries (on the channels ``ids``; None: every channel's) wait for
+    their channel for ``error_class`` (their last delaying event's: Ozon's hourly limit,
+    ``domain.prices.OZON_HOUR``), and when the first of them is due again (None: none)."""
+    d = deliveries
+    last = _last_delaying(history.c.error_class, d.c.message_pk, d.c.channel_id)
+    query = select(func.count(), func.min(d.c.next_try_at)).where(
+        awaiting(d.c.message_pk, d.c.channel_id, d.c.state), last == error_class
+    )
+    if ids is not None:
+        query = query.where(on(d.c.channel_id, ids))
+    count, due = connection.execute(query).one()
+    return int(count or 0), due
 
 
 def waits_said(wait: str) -> dict[str, bool]:

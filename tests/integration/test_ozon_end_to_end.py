@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -17,6 +18,7 @@ from marketsims import ozon_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
+from exchange.cli.serving import left_after_run
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, history, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, INFO_PRICES, ROLES, OzonSimulator
@@ -118,6 +120,40 @@ def test_a_refused_product_lands_its_latest_price_within_61_minutes_never_charge
     assert site.requests[IMPORT_PRICES] == 2, "the refused send and the one that landed"
 
 
+def test_until_idles_last_line_says_the_prices_waiting_for_ozons_hour_and_when_the_next_goes(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozonleft35 item 3: a product held for Ozon's hourly limit (research §1.3) leaves
+    ``run --until-idle`` (with --max-seconds) saying only "left: 1 waiting", as if something
+    were stuck. Its last line says how many wait for Ozon's hour and when the next goes (the
+    held delivery's due time), in English and in Russian."""
+    clock = FakeClock()
+    for n in range(10):  # another sender used SKU-1's hour
+        site.import_prices(
+            [SimItem("SKU-1", 0, {"price": Decimal(50 + n), "currency_code": "RUB"})]
+        )
+    worker = make_worker(db_url, engine, site, clock, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "300.00"), price_row("SKU-2", 1, "400.00")])
+        await cycles(w)
+
+    run_worker(worker, scenario)
+    with transaction(engine, read_only=True) as connection:
+        due = connection.execute(
+            select(deliveries.c.next_try_at).where(deliveries.c.state == "delayed")
+        ).scalar_one()
+    at = f"{due:%Y-%m-%d %H:%M:%S}"
+    said, _ = left_after_run(engine, worker.settings, worker)
+    assert said.startswith("left: 1 waiting"), said
+    assert (
+        "1 of them waits for Ozon's hourly limit of price updates of a product and goes by "
+        f"itself, the next at {at} UTC"
+    ) in said, said
+    russian, _ = left_after_run(engine, worker.settings, worker, "ru")
+    assert "часового лимита Ozon" in russian and at in russian, russian
+
+
 def test_two_price_types_of_one_sku_go_as_one_item_and_an_unchanged_price_is_not_sent_again(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:
@@ -142,7 +178,8 @@ def test_two_price_types_of_one_sku_go_as_one_item_and_an_unchanged_price_is_not
     assert rows(engine)[2][0] == "delivered"
     said = delivered_detail(engine, 2)
     assert "unchanged: Ozon shows " in said and "price 1000.00 already (read now)" in said, said
-    assert site.requests[INFO_PRICES] == 1, "one read of Ozon's prices before skipping"
+    # One read before the channel's first send (Ozon showed no price), one before skipping.
+    assert site.requests[INFO_PRICES] == 2, "one read of Ozon's prices before skipping"
 
 
 def delivered_detail(engine: Engine, version: int) -> str:
@@ -183,7 +220,7 @@ def test_an_unchanged_price_goes_where_ozon_shows_another_set_in_the_cabinet(
 
     assert site.price("SKU-1") == Decimal("500")
     assert site.requests[IMPORT_PRICES] == 2
-    assert site.requests[INFO_PRICES] == 1
+    assert site.requests[INFO_PRICES] == 2  # before the first send, and before the unchanged
     assert rows(engine)[2][0] == "delivered"
     assert "not sent again" not in delivered_detail(engine, 2)
 
@@ -272,7 +309,8 @@ def test_ozons_429_is_logged_and_kept_as_ozon_busy_never_the_site(
 
     with caplog.at_level("INFO"):
         run_worker(worker, scenario)
-    said = [r.getMessage() for r in caplog.records if "HTTP 429" in r.getMessage()]
+    # The outcome lines (the read before the first send is refused too, and the price goes).
+    said = [m for r in caplog.records if "HTTP 429" in (m := r.getMessage()) and "outcome=" in m]
     assert said and all("Ozon busy, not charged" in s for s in said), said
     assert not [s for s in said if "site" in s], said
     with transaction(engine, read_only=True) as connection:
@@ -393,6 +431,59 @@ def test_circle_is_open_heard_by_one_worker_holds_the_other_worker_too(
     assert {("SKU-1", "delivered", 1), ("SKU-2", "delivered", 1)} == set(found), (
         "the circle's wait never charged"
     )
+
+
+def test_after_circle_is_open_one_workers_request_goes_first_and_the_other_after_its_answer(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozonleft35 item 2: research §1.3, "Circle is open" blocks the method "for a few
+    minutes"; the docs say one request probes first after the wait. The shared wait
+    (``DbHold``) ends at one moment every worker reads alike, and each worker's held price is
+    due then: the old code sent both workers' requests at once into a method that may still
+    be blocked. Now one request goes first (the account's turn, a ``target_locks`` row); the
+    other worker's waits until it is answered (Ozon takes 1.2 s to answer it): within the
+    first second after the wait, the simulator receives one request. SQLite and PostgreSQL."""
+    clock = FakeClock()
+    # A price a batch: each worker claims one of the two due at the wait's end.
+    first = make_worker(db_url, engine, site, clock, tmp_path, worker_id="worker-a", batch_size=1)
+    second = make_worker(db_url, engine, site, clock, tmp_path, worker_id="worker-b", batch_size=1)
+    arrived: list[float] = []
+    gate = site.gate
+
+    def recorded(path: str, headers: Any) -> Any:
+        if path == IMPORT_PRICES:
+            arrived.append(time.monotonic())
+        return gate(path, headers)
+
+    site.gate = recorded  # type: ignore[method-assign]
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario() -> None:
+        try:
+            site.open_circle()
+            stage(engine, [price_row("SKU-1", 1, "300.00")])
+            await cycles(first, 2)
+            stage(engine, [price_row("SKU-2", 1, "400.00")])
+            await cycles(second, 2)
+            assert len(arrived) == 1, "the first worker met the circle; the second sent nothing"
+            advance(185)  # the wait is over for both (the simulator's three minutes too)
+            site.faults.slow_after = 1.2
+            await asyncio.gather(first.cycle(), second.cycle())
+            for _ in range(5):
+                advance(2)
+                await asyncio.gather(first.cycle(), second.cycle())
+        finally:
+            await first.target.aclose()
+            await second.target.aclose()
+
+    asyncio.run(scenario())
+    assert site.price("SKU-1") == Decimal("300") and site.price("SKU-2") == Decimal("400")
+    after = arrived[1:]
+    assert len(after) == 2, arrived
+    assert after[1] - after[0] >= 1.0, "the second request left before the first was answered"
 
 
 def test_an_old_price_claimed_while_its_lowered_price_waits_for_a_retry_lands_with_it(

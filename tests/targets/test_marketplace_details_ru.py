@@ -46,6 +46,7 @@ def _ozon_details() -> list[str]:
         ozon.refusal(404, body(0, "page not found"), None).detail,
         "unchanged: Ozon holds this price already, not sent again",
         "unchanged: Ozon shows price 500.00 already (read now), not sent again",
+        "Ozon shows price 500.00 already (read before the channel's first send of it), not sent",
         "Ozon gave no answer for offer_id 'SKU-1' in its 200 (its result holds none): whether "
         "Ozon took the price is unknown",
         "Ozon: a 200 without a result per item",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -18,7 +19,7 @@ import pytest
 from conformance import price
 
 from exchange import app
-from exchange.dev.ozonsim import IMPORT_PRICES, ROLES, OzonSimulator
+from exchange.dev.ozonsim import IMPORT_PRICES, INFO_PRICES, ROLES, OzonSimulator
 from exchange.dev.ozonsim import Item as SimItem
 from exchange.domain.pause import PauseCause, pause_cause
 from exchange.domain.prices import KnownPrice, WaitingPrice
@@ -911,3 +912,109 @@ def test_ozons_limit_refusal_says_its_hourly_limit_never_a_number_it_did_not_say
         assert ru.startswith("ждёт: Ozon отказал в обновлении этого товара"), ru
         assert "10" not in ru and "held" not in ru, ru
     assert "acquire limit per item" in refused.detail  # Ozon's own words, quoted
+
+
+def test_a_first_send_reads_ozons_prices_once_for_the_batch_and_skips_what_ozon_shows(
+    ozon: OzonSimulator,
+) -> None:
+    """Review ozonleft35 item 1: the channel has no delivered price of these SKUs yet (a
+    channel added, or dropped and added again, and seeded). Ozon's prices are read first, and
+    what Ozon shows at exactly 1C's prices is delivered without an import (research §1.3: each
+    import is one of the product's 10 updates an hour). A batch of five SKUs in requests of two,
+    sent together as the worker sends them, reads once (§1.4: up to 1,000 offer_ids a read),
+    not once a request: each read is one of Ozon's requests a second."""
+    for n in (0, 1):
+        ozon.set_price(f"SKU-{n}", Decimal(f"{100 + n}.50"))
+    ozon.set_price("SKU-2", Decimal("555"))  # another price than 1C's: it goes
+    messages = [price(f"SKU-{n}", 1, f"{100 + n}.50") for n in range(5)]
+    made = target(ozon, delivered=MemoryKnownPrices(), max_items=2)
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        answered = await asyncio.gather(*(t.send(r) for r in t.requests(messages)))
+        return [a for answers in answered for a in answers]
+
+    answers = run(made, scenario)
+    assert [a.verdict for a in answers] == [Verdict.DELIVERED] * 5
+    assert all("first send of it" in a.detail for a in answers[:2]), answers[:2]
+    assert not any("already" in a.detail for a in answers[2:]), answers[2:]
+    assert ozon.requests[INFO_PRICES] == 1, "one read for the batch"
+    assert imports(ozon) == 2 and ozon.charged("SKU-0") == ozon.charged("SKU-1") == []
+    assert [ozon.price(f"SKU-{n}") for n in range(5)] == [
+        Decimal(f"{100 + n}.50") for n in range(5)
+    ]
+
+
+def test_a_first_send_goes_when_ozons_prices_cannot_be_read(ozon: OzonSimulator) -> None:
+    """A send of 1C's price is never wrong: the read before the first send refused (Ozon's
+    5xx), the price goes as before."""
+    ozon.set_price("SKU-1", Decimal("100.00"))
+    ozon.faults.internal_errors = 1  # the read's
+    answers = deliver(target(ozon, delivered=MemoryKnownPrices()), price("SKU-1", 1, "100.00"))
+    assert answers[0].verdict is Verdict.DELIVERED and "already" not in answers[0].detail
+    assert imports(ozon) == 1
+
+
+def _import_arrivals(ozon: OzonSimulator) -> list[float]:
+    """The real moments the simulator takes up an import request (``gate``: before its
+    answer), recorded from now on."""
+    arrived: list[float] = []
+    gate = ozon.gate
+
+    def recorded(path: str, headers: object) -> object:
+        if path == IMPORT_PRICES:
+            arrived.append(time.monotonic())
+        return gate(path, headers)  # type: ignore[arg-type]
+
+    ozon.gate = recorded  # type: ignore[assignment,method-assign]
+    return arrived
+
+
+def test_after_circle_is_open_one_request_goes_first_and_the_rest_once_it_is_answered(
+    ozon: OzonSimulator,
+) -> None:
+    """Review ozonleft35 item 2: research §1.3, "Circle is open" blocks the method "for a few
+    minutes", and the docs say one request probes first after the wait. Every item held for it
+    is due at the wait's end, so a batch's requests (sent together, as the worker sends them)
+    all left at once: two requests 0.17 s apart into a method that may still be blocked. Now
+    one goes first; the others leave only once it is answered (Ozon answers it 0.5 s later)."""
+    ozon.open_circle()
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        (refused,) = await t.send([price("SKU-1", 1)])
+        assert refused.verdict is Verdict.AWAITING and imports(ozon) == 1
+        ozon.clock.advance(int(refused.again_in or 0))  # the wait is over
+        ozon.faults.slow_after = 0.5  # the first request's answer takes half a second
+        messages = [price(f"SKU-{n}", 1) for n in range(1, 4)]
+        answered = await asyncio.gather(*(t.send(r) for r in t.requests(messages)))
+        return [a for answers in answered for a in answers]
+
+    made = target(ozon, max_items=1)
+    arrived = _import_arrivals(ozon)
+    answers = run(made, scenario)
+    after = arrived[1:]  # the first met the circle
+    assert len(after) == 3 and [a.verdict for a in answers] == [Verdict.DELIVERED] * 3
+    assert [t - after[0] < 0.45 for t in after] == [True, False, False], after
+
+
+def test_a_first_send_ozon_shows_still_waits_for_a_lost_send_that_may_land_over_it(
+    ozon: OzonSimulator,
+) -> None:
+    """A first send delivered by a read only where nothing may land after the read: Ozon
+    shows 900, the send of 1100 lost its answer (a gateway's 504; Ozon applies it later,
+    research §1.5: no order between two racing updates), and 1C's 900 comes. Delivered at
+    once because Ozon shows 900, the late 1100 would land over it while 900 reads delivered:
+    it waits for the lost send instead (``_late``)."""
+    from exchange.targets.marketplace.late import LOST_SEND
+
+    ozon.set_price("SKU-1", Decimal("900"))
+
+    async def scenario(t: OzonTarget) -> list[Classification]:
+        ozon.faults.late_status, ozon.faults.late_after = 504, 30.0
+        answers = await t.send([price("SKU-1", 1, "1100.00")])
+        ozon.faults.late_status = None
+        return answers + await t.send([price("SKU-1", 2, "900.00")])
+
+    lost, second = run(target(ozon, delivered=MemoryKnownPrices()), scenario)
+    assert lost.verdict is not Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("900")
+    assert second.verdict is Verdict.AWAITING and second.error_class == LOST_SEND, second
+    assert imports(ozon) == 1

@@ -6,6 +6,9 @@ extends it through (``exchange.db.target_lock.DbHold``: a ``target_locks`` row);
 ``NO_SHARED_HOLD``, its no-database default (``exchange check``, the tests of one process):
 none, this process's own wait only. ``note``: a word kept with the wait (Yandex Market's
 budget a minute as one worker learned it from a 420, so that every worker divides that one).
+``SharedTurn``: the one request of the account that goes first when such a wait ends (the
+wait's end is a moment every worker reads alike, so each would send at it), the others once
+it is answered.
 """
 
 from __future__ import annotations
@@ -101,3 +104,29 @@ class _NoSharedSlots:
 
 
 NO_SHARED_SLOTS: SharedSlots = _NoSharedSlots()
+
+
+class SharedTurn(Protocol):
+    """One worker of the account at a time (``exchange.db.target_lock.DbLock``): the request
+    that goes first after a shared wait ends (Ozon's "Circle is open": one request probes
+    whether the method works again, the others go once it is answered)."""
+
+    def acquire(self, seconds: float) -> bool:
+        """The turn, held ``seconds`` at most (a holder that dies leaves it to end by
+        itself); False: another worker holds it."""
+        ...
+
+    def release(self, after: float = 0.0) -> None:
+        """The turn given back."""
+        ...
+
+
+class _NoSharedTurn:
+    def acquire(self, seconds: float) -> bool:
+        return True
+
+    def release(self, after: float = 0.0) -> None:
+        return None
+
+
+NO_SHARED_TURN: SharedTurn = _NoSharedTurn()

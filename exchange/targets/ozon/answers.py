@@ -36,6 +36,7 @@ from exchange.domain.pause import (
     OZON_KEY_IP_RESTRICTED,
     OZON_OFFER_NOT_SIGNED,
 )
+from exchange.domain.prices import OZON_HOUR
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.targets.wire import STATUSES
@@ -154,7 +155,7 @@ def item_answer(result: Any) -> ItemAnswer:
                 "Ozon: over Ozon's hourly limit of price updates of this product "
                 "(error limiting: acquire limit per item)",
                 http_status=200,
-                error_class="OzonItemLimit",
+                error_class=OZON_HOUR,
             ),
             limited=True,
         )

@@ -6,7 +6,9 @@ price type (``price``, ``old_price``, ``min_price``) as strings, at most 1,000 i
 (``rounding``), and Ozon's stated price rules (old-price gaps, the minimum price's bounds) are
 checked, a broken one ``invalid-for-channel``. A price equal to the one delivered is not sent
 again where Ozon shows it (one read of the batch's such products, ``_shown``): delivered without
-a request (research §1.3: Ozon restricts senders of identical requests); a send whose outcome is
+a request (research §1.3: Ozon restricts senders of identical requests), and so is a channel's
+first send of a SKU (no delivered price of it: a channel added, or added again, and seeded) at
+exactly what Ozon shows, one read for the worker's batch (``_prices_of``); a send whose outcome is
 unknown (a timeout, a crash in flight, a version superseded after it may have gone) leaves what
 Ozon holds unknown. A send whose answer was lost (a timeout or a connection cut after the
 request may have reached Ozon, or a 5xx) may still land, after a newer one (§1.5: no order
@@ -47,13 +49,18 @@ from typing import Any
 import httpx
 
 from exchange.domain.pause import SETTING_MISSING
-from exchange.domain.prices import PAIR_RULE
+from exchange.domain.prices import OZON_HOUR, PAIR_RULE
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
 from exchange.targets.marketplace import late
 from exchange.targets.marketplace.articles import NO_ARTICLES, Articles
-from exchange.targets.marketplace.hold import NO_SHARED_HOLD, SharedHold
+from exchange.targets.marketplace.hold import (
+    NO_SHARED_HOLD,
+    NO_SHARED_TURN,
+    SharedHold,
+    SharedTurn,
+)
 from exchange.targets.marketplace.holders import (
     NO_HOLDERS,
     OfferHolders,
@@ -138,6 +145,12 @@ LOST_HOLD = 600.0
 # Seconds between two reads of a waiting product's prices: at most 20 reads a lost send (§1.3:
 # identical requests may get the account restricted), one read for a send's waiting products.
 LOST_EVERY = 30.0
+# Seconds a read of Ozon's prices serves the batch's other requests (``_prices_of``): a batch
+# of 1,000 SKUs in requests of a few items goes in a few seconds at Ozon's pace (§1.3).
+READ_FRESH = 30.0
+# Seconds a request waits, held, while another worker's request goes first after "Circle is
+# open" (``_first_after_circle``): an import is answered within the client's timeout.
+PROBE_WAIT = 2.0
 
 ApiKey = Callable[[], str | None]
 log = logging.getLogger(__name__)
@@ -255,6 +268,7 @@ class OzonTarget:
         hours: ProductHours | None = None,
         sent: SentTimes = NO_SENT_TIMES,
         circle: SharedHold = NO_SHARED_HOLD,
+        circle_turn: SharedTurn = NO_SHARED_TURN,
         max_items: int = MAX_ITEMS,
         probe_every: float = 300.0,
         requests_per_second: float | None = PER_SECOND,
@@ -323,9 +337,21 @@ class OzonTarget:
         self._key_refused: tuple[float, str | None, Classification] | None = None
         self._circle_until = -math.inf  # "Circle is open" on the import until then (clock)
         self.circle = circle  # the same, heard by any worker (``_circle``)
+        # The request that goes first once the wait is over, one of the account's at a time
+        # (``_first_after_circle``), held at most this long by a holder that dies.
+        self.circle_turn, self._turn_seconds = circle_turn, timeout + 5.0
+        self._answered_past = -math.inf  # a request was answered, not "Circle is open", after
+        self._turn: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.rate = RequestRate(requests_per_second, monotonic=monotonic, sleep=sleep)
         self._marks: dict[str, str] = {}  # SKU -> the mark of its send about to leave
         self.lost_hold, self.lost_every = lost_hold, lost_every
+        self._monotonic = monotonic
+        # Ozon's prices read for the batch (``_prices_of``): offer_id -> (read at, on
+        # ``monotonic``; its entry, None: not listed), the reads under way, and the batch's
+        # SKUs whose requests have not asked yet (``requests``).
+        self._read: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._reading: dict[str, asyncio.Future[str | None]] = {}
+        self._ahead: dict[str, None] = {}
         # SKU -> its lost send's word (``late.token``), without a database (``sent``) only:
         # with one, the deliveries' receipts hold it for every worker (``SentTimes.lost``).
         self._lost_here: dict[str, str] = {}
@@ -341,7 +367,14 @@ class OzonTarget:
     # -- the seam --------------------------------------------------------------------------
 
     def requests(self, messages: Sequence[OutgoingMessage]) -> list[list[OutgoingMessage]]:
-        return by_sku(messages, self.max_items)
+        requests = by_sku(messages, self.max_items)
+        # The batch's SKUs, for a read of one request's prices to take the others' along
+        # (``_prices_of``); a read no send took within READ_FRESH is forgotten.
+        fresh = self._monotonic() - READ_FRESH
+        self._read = {o: got for o, got in self._read.items() if got[0] >= fresh}
+        skus = (sku_of(m) for m in messages) if len(requests) > 1 else ()
+        self._ahead = dict.fromkeys(sku for sku in skus if sku is not None)
+        return requests
 
     async def send(self, messages: Sequence[OutgoingMessage]) -> list[Classification]:
         built = await gather(
@@ -363,17 +396,35 @@ class OzonTarget:
                 said = shared_article(other, item.sku, item.offer_id, "Ozon")
                 answers.update(spread(item, invalid(said)))
             built.items = kept
-        unchanged = await self._unchanged(built.items)
-        shown = await self._shown([i for i in built.items if i.sku in unchanged])
+        unchanged, first = await self._unchanged(built.items)
+        if first:
+            # A first send held by "Circle is open" is read when it may go, not now.
+            await self._circle_heard()
+            if self._circle_until > self.clock():
+                first = set()
+        shown = await self._shown([i for i in built.items if i.sku in unchanged | first])
         unchanged &= set(shown)
         now = self.clock()
+        # The channel's first send of a SKU (a channel added, or added again under its name,
+        # and seeded): what Ozon shows at exactly its prices is not sent (§1.3: every send
+        # counts in the product's 10 an hour), unless a lost send may still land over it.
+        there = {sku for sku in first if sku in shown}
+        if there:
+            there -= set(await self._lost_pending(sorted(there), now))
         await self._seed([item.sku for item in built.items], now)
-        await self._refusals([i.sku for i in built.items if i.sku not in unchanged], now)
+        await self._refusals([i.sku for i in built.items if i.sku not in unchanged | there], now)
         going: list[Item] = []
-        if any(item.sku not in unchanged for item in built.items):
+        if any(item.sku not in unchanged | there for item in built.items):
             await self._circle_heard()
         circle = self._circle_until - now
         for item in built.items:
+            if item.sku in there:
+                said = (
+                    f"Ozon shows {shown[item.sku]} already (read before the channel's first "
+                    "send of it), not sent"
+                )
+                answers.update(spread(item, Classification(Verdict.DELIVERED, said)))
+                continue
             if item.sku not in unchanged and circle > 0:
                 # §1.3: the method is blocked for a few minutes; a request now would only
                 # prolong the "lot of requests" that blocked it.
@@ -399,10 +450,64 @@ class OzonTarget:
                 continue
             going.append(item)
         going = await self._late(going, now, answers)
-        going = await self._reserve(going, now, answers)
+        if going and self._circle_until > self._answered_past:
+            await self._first_after_circle(going, now, answers)
+        elif going:
+            await self._send_now(going, now, answers)
+        return [answers[m.message_id] for m in messages]
+
+    async def _send_now(
+        self, items: list[Item], now: float, answers: dict[str, Classification]
+    ) -> None:
+        going = await self._reserve(items, now, answers)
         if going:
             await self._import(going, answers)
-        return [answers[m.message_id] for m in messages]
+
+    async def _first_after_circle(
+        self, items: list[Item], now: float, answers: dict[str, Classification]
+    ) -> None:
+        """The first request after a "Circle is open" wait ended (no request answered since):
+        §1.3, the method "starts working as usual in a few minutes", a moment no one is told,
+        and every request still held for it is due at the wait's end, read alike by every
+        worker of the account (``SharedHold``) and by every request of a batch: each would
+        leave at once (two requests 0.17 s apart, review ozonleft35 item 2), and a method
+        still blocked would be met by all. One goes first: this process's requests one at a
+        time, the account's workers one at a time (``circle_turn``); the others wait for its
+        answer, held (``PROBE_WAIT``, not charged) where another worker's request is out. Met
+        by "Circle is open" again, the wait starts over (``_circle``); answered otherwise, the
+        rest go."""
+        loop = asyncio.get_running_loop()
+        if self._turn is None or self._turn[0] is not loop:
+            self._turn = (loop, asyncio.Lock())
+        async with self._turn[1]:
+            if self._circle_until <= self._answered_past:
+                await self._send_now(items, now, answers)  # answered while this one waited
+                return
+            await self._circle_heard()
+            now = self.clock()
+            left = self._circle_until - now
+            taken = left <= 0 and await self._take_turn()
+            if not taken:
+                said = 'held: Ozon answered "Circle is open" (the prices method is blocked)'
+                held = circle_held(said, left if left > 0 else PROBE_WAIT)
+                for item in items:
+                    answers.update(spread(item, held))
+                return
+            try:
+                await self._send_now(items, now, answers)
+            finally:
+                try:
+                    await asyncio.to_thread(self.circle_turn.release)
+                except Exception:  # the service's database: the turn ends by itself
+                    log.warning('Ozon: the turn after "Circle is open" could not be given back')
+
+    async def _take_turn(self) -> bool:
+        """The account's turn to send first after "Circle is open" (``circle_turn``); the
+        database unreachable, this process's own turn (the send's record fails the same)."""
+        try:
+            return await asyncio.to_thread(self.circle_turn.acquire, self._turn_seconds)
+        except Exception:  # the service's database
+            return True
 
     async def health(self) -> Classification:
         """``/v1/roles`` with the key. While Ozon refuses the key, asked again once every
@@ -642,26 +747,7 @@ class OzonTarget:
         never applied, and the item goes."""
         if not items:
             return items
-        skus = sorted({item.sku for item in items})
-        since = now - self.lost_hold
-        receipts: dict[str, list[str]] = {}
-        if self.sent is not NO_SENT_TIMES:
-            try:
-                receipts = await asyncio.to_thread(
-                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST
-                )
-            except Exception:  # the service's database: this process's memory only
-                receipts = {}
-        for sku in skus:
-            if sku in self._lost_here:
-                receipts.setdefault(sku, []).append(self._lost_here[sku])
-        pending: dict[str, tuple[late.LostSend, list[str]]] = {}
-        for sku, held in receipts.items():
-            words = late.tokens(LOST, held)
-            sends = [(s, w) for w in words if (s := late.read_token(LOST, w)) and s.at >= since]
-            if sends:
-                newest = max(sends, key=lambda pair: pair[0].at)[0]
-                pending[sku] = (newest, [w for _, w in sends])
+        pending = await self._lost_pending(sorted({item.sku for item in items}), now)
         if not pending:
             return items
         waiting = [item for item in items if item.sku in pending]
@@ -724,6 +810,33 @@ class OzonTarget:
                 log.warning("Ozon: a landed send could not be recorded (%s)", type(exc).__name__)
         return going
 
+    async def _lost_pending(
+        self, skus: list[str], now: float
+    ) -> dict[str, tuple[late.LostSend, list[str]]]:
+        """The SKUs of ``skus`` whose send's answer was lost within ``lost_hold`` (any channel's
+        of the account: ``SentTimes.lost_since``; this process's memory without a database),
+        each with its newest lost send and the words of every one (``_late``)."""
+        since = now - self.lost_hold
+        receipts: dict[str, list[str]] = {}
+        if self.sent is not NO_SENT_TIMES:
+            try:
+                receipts = await asyncio.to_thread(
+                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST
+                )
+            except Exception:  # the service's database: this process's memory only
+                receipts = {}
+        for sku in skus:
+            if sku in self._lost_here:
+                receipts.setdefault(sku, []).append(self._lost_here[sku])
+        pending: dict[str, tuple[late.LostSend, list[str]]] = {}
+        for sku, held in receipts.items():
+            words = late.tokens(LOST, held)
+            sends = [(s, w) for w in words if (s := late.read_token(LOST, w)) and s.at >= since]
+            if sends:
+                newest = max(sends, key=lambda pair: pair[0].at)[0]
+                pending[sku] = (newest, [w for _, w in sends])
+        return pending
+
     async def _circle(self, now: float) -> None:
         """Ozon answered "Circle is open" at ``now`` (§1.3: the method blocked for a few
         minutes): no request of this process for CIRCLE_SECONDS, nor of another worker of the
@@ -780,8 +893,12 @@ class OzonTarget:
                 self.hours.refused(sku, at)
             self.hours.free_at(sku, now)  # a wait already over is forgotten
 
-    async def _unchanged(self, items: list[Item]) -> set[str]:
-        """The SKUs whose every field is what Ozon holds: delivered without a request. What
+    async def _unchanged(self, items: list[Item]) -> tuple[set[str], set[str]]:
+        """The SKUs whose every field is what Ozon holds: delivered without a request where
+        Ozon shows it (``_shown``); and those the channel has no price of yet, delivered or
+        taken by this process (its first send: a channel added, or dropped and added again
+        under its name, and seeded), read as well, with a database only (the channel's
+        delivered prices: without them every send would be a first one). What
         Ozon holds is, field by field, the newest (by version) of the channel's delivered
         prices (any worker's) and of what Ozon took from this process (``_accepted``: a price
         it took that the delivered prices may not hold yet). A price this process saw taken
@@ -792,6 +909,7 @@ class OzonTarget:
         database unread): with them, this process's memory only adds a version they do not
         hold yet. Without them (``exchange check``, the tests), it is all there is."""
         same: set[str] = set()
+        first: set[str] = set()
         alone = self.delivered is NO_KNOWN_PRICES  # no channel's delivered prices to read
         delivered: dict[str, dict[str, tuple[Decimal, int]]] = {}
         if items:
@@ -818,12 +936,15 @@ class OzonTarget:
                 for field, amount in item.prices.items()
             ):
                 same.add(item.sku)
-        return same
+            elif not alone and item.sku not in delivered and item.offer_id not in self._accepted:
+                first.add(item.sku)
+        return same, first
 
     async def _shown(self, items: list[Item]) -> dict[str, str]:
-        """Of the items whose prices equal the delivered ones (``_unchanged``), those whose
-        prices Ozon shows now (SKU -> the prices in words), read with one request
-        (``offers``: up to 1,000 offer_ids a request, §1.4, within the pace): a price set in
+        """Of the items whose prices equal the delivered ones, or that the channel sends for
+        the first time (``_unchanged``), those whose prices Ozon shows now (SKU -> the prices
+        in words), read with one request for the batch (``_prices_of``: up to 1,000 offer_ids
+        a request, §1.4, within the pace): a price set in
         the seller's cabinet, or by Ozon's strategies (§1.6.5), since the last delivery
         differs from 1C's, and 1C's price goes (review ozon34 finding 2: 1C's 500 again was
         "not sent again" while Ozon showed the cabinet's 777). Unread (Ozon refused or did
@@ -833,10 +954,9 @@ class OzonTarget:
         while only the hour's count (10 updates, every send's) bounds the sends."""
         if not items:
             return {}
-        found = await self.offers([item.offer_id for item in items])
-        if isinstance(found, Classification):
-            log.info("Ozon: prices not read before an unchanged send (%s)", found.detail[:200])
-            return {}
+        found, failed = await self._prices_of(items)
+        if failed is not None:
+            log.info("Ozon: prices not read before a send (%s)", failed[:200])
         same: dict[str, str] = {}
         for item in items:
             entry = found.get(item.offer_id)
@@ -846,6 +966,97 @@ class OzonTarget:
             if late.shows(late.LostSend(0.0, dict(item.prices)), held):
                 same[item.sku] = late.said(item.prices)
         return same
+
+    async def _prices_of(self, items: list[Item]) -> tuple[dict[str, dict[str, Any]], str | None]:
+        """Ozon's prices of the items' offers (``offers``' entries by offer_id; one not listed
+        or not read: absent), and why a read failed, if one did. One read serves the worker's
+        batch: its requests (``requests``: ``max_items`` SKUs each) are sent apart, and a read
+        of one request's offers takes the batch's others not asked yet along, up to 1,000
+        offer_ids a read (§1.4), so that a batch of 1,000 SKUs in requests of 40 reads once,
+        not 25 times (each read is one of Ozon's 50 requests a second, §1.3). A request whose
+        offers are being read waits for that read; each entry serves one send, within
+        ``READ_FRESH`` seconds of its read, and is forgotten once its offer is sent
+        (``_import``)."""
+        loop = asyncio.get_running_loop()
+        fresh = self._monotonic() - READ_FRESH
+        offers = [item.offer_id for item in items]
+        for item in items:
+            self._ahead.pop(item.sku, None)  # asked now: no later read takes it along
+        missing: list[str] = []
+        waits: set[asyncio.Future[str | None]] = set()
+        for offer in dict.fromkeys(offers):
+            got = self._read.get(offer)
+            if got is not None and got[0] >= fresh:
+                continue
+            reading = self._reading.get(offer)
+            if reading is not None and reading.get_loop() is loop and not reading.done():
+                waits.add(reading)
+                continue
+            missing.append(offer)
+        if missing:
+            wanted = missing + await self._ahead_offers(missing, fresh)
+            task = loop.create_task(self._read_into(wanted))
+            for offer in wanted:
+                self._reading[offer] = task
+            waits.add(task)
+        failed: str | None = None
+        for reading in waits:
+            failed = await reading or failed
+        found: dict[str, dict[str, Any]] = {}
+        for offer in dict.fromkeys(offers):
+            got = self._read.pop(offer, None)
+            if got is not None and got[1] is not None and got[0] >= fresh:
+                found[offer] = got[1]
+        return found, failed
+
+    async def _ahead_offers(self, asked: list[str], fresh: float) -> list[str]:
+        """The batch's other offers (``requests``) a read of ``asked`` takes along: not read
+        since ``fresh``, nor being read, as many as fill its last 1,000 (never another
+        request)."""
+        room = -len(asked) % MAX_ITEMS
+        if not room or not self._ahead:
+            return []
+        skus = list(self._ahead)
+        if self.channel.sku_source == "article":
+            try:
+                articles = await asyncio.to_thread(self.articles.of, skus)
+            except Exception:  # the service's database: this request's offers only
+                return []
+            offers = [articles[sku] for sku in skus if articles.get(sku)]
+        else:
+            offers = skus
+        taken = set(asked)
+        more: list[str] = []
+        for offer in offers:
+            got = self._read.get(offer)
+            reading = self._reading.get(offer)
+            if (
+                offer in taken
+                or (got is not None and got[0] >= fresh)
+                or (reading is not None and not reading.done())
+            ):
+                continue
+            taken.add(offer)
+            more.append(offer)
+            if len(more) == room:
+                break
+        return more
+
+    async def _read_into(self, offers: list[str]) -> str | None:
+        """``offers``' prices read (``offers``) into ``_read``; why not, if the read failed."""
+        try:
+            found = await self.offers(offers)
+        finally:
+            me = asyncio.current_task()
+            for offer in offers:
+                if self._reading.get(offer) is me:
+                    del self._reading[offer]
+        if isinstance(found, Classification):
+            return found.detail
+        at = self._monotonic()
+        for offer in offers:
+            self._read[offer] = (at, found.get(offer))
+        return None
 
     def _held(
         self, seconds: float, *, refused: bool = False, after_refusal: bool = False
@@ -873,9 +1084,7 @@ class OzonTarget:
                 "held: 10 price updates of this product sent within the hour (Ozon's limit); "
                 f"goes in {wait} s, not charged"
             )
-        return Classification(
-            Verdict.AWAITING, said, again_in=float(wait), error_class="OzonItemLimit"
-        )
+        return Classification(Verdict.AWAITING, said, again_in=float(wait), error_class=OZON_HOUR)
 
     def _wire(self, item: Item) -> dict[str, Any]:
         entry: dict[str, Any] = {"offer_id": item.offer_id}
@@ -898,7 +1107,9 @@ class OzonTarget:
             # Once a send goes out, what Ozon holds is known again only from its ``updated``
             # (a timeout or a cut-off request may or may not have landed: contract 14).
             self._accepted.pop(item.offer_id, None)
+            self._read.pop(item.offer_id, None)  # read before: no longer what Ozon shows
         sent_at = self.clock()
+        circle_before = self._circle_until  # the wait this request goes after, if any
         try:
             response = await self._post(IMPORT_PRICES, {"prices": [self._wire(i) for i in items]})
         except _Stop as stop:
@@ -920,7 +1131,9 @@ class OzonTarget:
             )
             if judged.error_class == CIRCLE:
                 await self._circle(now)
-            elif 500 <= response.status_code < 600:
+            else:  # answered, not "Circle is open": the wait before it is over
+                self._answered_past = max(self._answered_past, circle_before)
+            if judged.error_class != CIRCLE and 500 <= response.status_code < 600:
                 # A 5xx (Ozon's "Internal error", a gateway's timeout page) says nothing of
                 # whether Ozon applied the import: a gateway may hand it on after it gave up,
                 # a server may fail after taking it (an HTTP fact, not Ozon's word), and a
@@ -952,6 +1165,7 @@ class OzonTarget:
             for item in items:
                 answers.update(spread(item, held))
             return
+        self._answered_past = max(self._answered_past, circle_before)
         results = body.get("result") if isinstance(body, dict) else None
         if not isinstance(results, list):
             unknown = Classification(
