@@ -259,7 +259,7 @@ def yandex_market_target(
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
-    from exchange.db.target_lock import DbHold, DbSlots
+    from exchange.db.target_lock import DbHold, DbLeft, DbSlots
     from exchange.targets.marketplace.articles import NO_ARTICLES
     from exchange.targets.marketplace.hold import NO_SHARED_SLOTS
     from exchange.targets.prices import NO_KNOWN_PRICES, NOTHING_WAITING, KnownPrices
@@ -321,6 +321,11 @@ def yandex_market_target(
         # A method's budget is the business's (§3.3): spent as any of its workers heard
         # Yandex say it, every one waits until the moment named (a ``target_locks`` row).
         spent=(lambda method: DbHold(engine, f"ym spent:{settings.ym_business_id}:{method}"))
+        if engine is not None
+        else None,
+        # What its answers say is left of it until the window's end, each request of any
+        # worker taking its offers from that count first.
+        left=(lambda method: DbLeft(engine, f"ym left:{settings.ym_business_id}:{method}"))
         if engine is not None
         else None,
         # ``ym_parallel`` is the business's too (§3.3): every worker's requests together take

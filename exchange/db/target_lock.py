@@ -5,7 +5,9 @@ contract 5c); and, as ``DbHold``, a channel-wide wait every worker keeps (the ma
 ``SharedHold`` port, exchange/targets/marketplace/hold.py: Ozon's "Circle is open"); and, as
 ``DbSlots``, so many places for requests at once shared by every worker (``SharedSlots``: Yandex
 Market's parallel requests a business), a ``DbLock`` a place, and a row for the count a refusal
-lowered them to (what count and for how long: the target's, ``yandex_market/pace.py``).
+lowered them to (what count and for how long: the target's, ``yandex_market/pace.py``); and,
+as ``DbLeft``, what is left of a budget until its window ends (``SharedLeft``: Yandex Market's
+``X-RateLimit-Resource-Remaining``), each send taking its count from it.
 
 Taken by one guarded UPDATE (free when its end has passed or when we hold it), so that two
 workers never both get it, on SQLite and PostgreSQL alike; a holder that dies leaves it to
@@ -21,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, Integer, cast, exists, func, or_, select, update
+from sqlalchemy import Engine, Integer, String, cast, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from exchange.db.schema import target_locks
@@ -133,6 +135,59 @@ class DbHold:
                     )
             except IntegrityError:
                 self.hold(until, note)
+
+
+class DbLeft:
+    """What is left of a budget until its window ends (``SharedLeft``), the row ``name`` of
+    ``target_locks``: ``until`` the window's end, ``holder`` the count left. Each send takes
+    its count by one guarded UPDATE, so that two workers never both spend the last of it."""
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self.engine, self.name = engine, name[:200]
+
+    def told(self, until: datetime, left: int) -> None:
+        left = max(0, left)
+        with self.engine.begin() as connection:
+            row = target_locks.c.name == self.name
+            later = connection.execute(
+                update(target_locks)
+                .where(row, target_locks.c.until < until)
+                .values(until=until, holder=str(left))
+            )
+            fewer = connection.execute(
+                update(target_locks)
+                .where(
+                    row, target_locks.c.until == until, cast(target_locks.c.holder, Integer) > left
+                )
+                .values(holder=str(left))
+            )
+            if later.rowcount or fewer.rowcount:
+                return
+            exists = connection.execute(select(target_locks.c.name).where(row)).first()
+        if exists is None:
+            try:
+                with self.engine.begin() as connection:
+                    connection.execute(
+                        target_locks.insert().values(name=self.name, holder=str(left), until=until)
+                    )
+            except IntegrityError:  # another worker made it at once
+                self.told(until, left)
+
+    def take(self, count: int, now: datetime) -> datetime | None:
+        row = target_locks.c.name == self.name
+        with self.engine.begin() as connection:
+            left = cast(target_locks.c.holder, Integer)
+            taken = connection.execute(
+                update(target_locks)
+                .where(row, target_locks.c.until > now, left >= count)
+                .values(holder=cast(left - count, String))
+            )
+            if taken.rowcount:
+                return None
+            found = connection.execute(
+                select(target_locks.c.until).where(row, target_locks.c.until > now)
+            ).first()
+        return None if found is None else found[0]
 
 
 class DbSlots:

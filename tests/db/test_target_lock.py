@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
 
-from exchange.db.target_lock import DbHold, DbLock, DbSlots
+from exchange.db.target_lock import DbHold, DbLeft, DbLock, DbSlots
 from exchange.domain.clock import FakeClock
 from exchange.targets.yandex_market.pace import (
     PARALLEL_KEPT,
@@ -52,6 +52,28 @@ def test_a_shared_hold_is_read_by_every_worker_and_never_shortened(engine: Engin
     assert (None, at + timedelta(seconds=180)) == (before, read)
     assert at + timedelta(seconds=240) == first.until()
     assert DbHold(engine, "ozon circle:2").until() is None
+
+
+def test_a_count_left_is_taken_by_one_guarded_update_and_the_smaller_of_a_window_stays(
+    engine: Engine,
+) -> None:
+    """``DbLeft`` (Yandex Market's ``-Remaining`` until ``-Until``, research §3.3, shared):
+    nothing known, a take goes; in one window the smaller count any answer said stays (an
+    answer to an earlier request, come later, never raises it), each take lowers it and one
+    larger than what is left takes nothing and names the window's end; a later window's count
+    replaces it; a window that ended leaves the takes free."""
+    first, second = DbLeft(engine, "ym left:1:u"), DbLeft(engine, "ym left:1:u")
+    now = datetime(2026, 12, 6, 12, 0, 30, tzinfo=UTC)
+    end, later = now + timedelta(seconds=31), now + timedelta(seconds=91)
+
+    assert first.take(500, now) is None
+    first.told(end, 550)
+    second.told(end, 1050)
+    assert [None, end, None] == [second.take(500, now), first.take(100, now), first.take(50, now)]
+    assert end == second.take(1, now)
+    first.told(later, 1500)
+    assert (None, later) == (second.take(1500, now), first.take(1, now))
+    assert first.take(1, later) is None
 
 
 def test_slots_are_shared_by_every_worker_and_a_dead_holders_place_frees_itself(

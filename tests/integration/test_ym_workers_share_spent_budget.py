@@ -8,7 +8,10 @@ Now what one worker hears (a 420 for the budget, ``Remaining: 0``) is a ``target
 the business and method (``DbHold``, as Ozon's "Circle is open"): every worker reads it before
 its next request of that method and waits until the moment named, not charged; a budget a worker
 cut its requests to (``X-RateLimit-Resource-Limit``) is kept in it too, and the workers divide
-that one."""
+that one. And what is left (``-Remaining`` on every answer) is the business's count too
+(``DbLeft``), each request taking its offers from it first: a worker kept only its own answers'
+count, sent 500 after another's answer had said 50 were left, and met a 420 in 2 to 4 of a run's
+simulated minutes (under load; the bound below was met by chance)."""
 
 from __future__ import annotations
 

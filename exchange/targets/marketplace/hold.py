@@ -46,6 +46,33 @@ class _NoSharedHold:
 NO_SHARED_HOLD: SharedHold = _NoSharedHold()
 
 
+class SharedLeft(Protocol):
+    """What is left of a budget until its window ends, as the account's last answers said it
+    (Yandex Market's ``X-RateLimit-Resource-Remaining`` and ``-Until``, research §3.3), each
+    send of any worker taking its share from it first: ``exchange.db.target_lock.DbLeft``."""
+
+    def told(self, until: datetime, left: int) -> None:
+        """An answer said ``left`` until ``until``: a later window's count replaces the one
+        kept; in the same window the smaller stays (an answer sent earlier counts less)."""
+        ...
+
+    def take(self, count: int, now: datetime) -> datetime | None:
+        """``count`` taken from what is left (None: taken, or no window in force is known);
+        a moment: fewer are left until then, nothing taken."""
+        ...
+
+
+class _NoSharedLeft:
+    def told(self, until: datetime, left: int) -> None:
+        return None
+
+    def take(self, count: int, now: datetime) -> datetime | None:
+        return None
+
+
+NO_SHARED_LEFT: SharedLeft = _NoSharedLeft()
+
+
 class SharedSlots(Protocol):
     """At most so many requests at once, whichever worker of the account sends them (Yandex
     Market's parallel requests a business, research §3.3): ``exchange.db.target_lock.DbSlots``,

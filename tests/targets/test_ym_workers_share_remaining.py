@@ -1,0 +1,77 @@
+"""What is left of Yandex Market's budget until the window's end is the business's, whichever
+worker's answer said it (research §3.3: ``X-RateLimit-Resource-Remaining`` and ``-Until`` on
+every answer). Each worker once kept only its own answers' count: a worker whose last answer
+said 12 were left sent 8 after another worker's answer had said 4, and met a 420; with three
+workers the four-worker budget test saw one nearly every simulated minute (2 to 6 a run)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from conformance import price
+from sqlalchemy import Engine
+
+from exchange.db.target_lock import DbHold, DbLeft
+from exchange.dev.simclock import SimClock
+from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator, YmSwitches
+from exchange.domain.verdicts import Verdict
+from exchange.targets.yandex_market.target import YandexMarketTarget
+
+KEY = "ym-key"
+BUSINESS = 1001
+CABINET = 20  # offers a minute
+
+
+@pytest.fixture
+def ym() -> Iterator[YmSimulator]:
+    simulator = YmSimulator(
+        KEY,
+        BUSINESS,
+        clock=SimClock(1),
+        offers_per_minute=CABINET,
+        switches=YmSwitches(apply_delay=0),
+    )
+    simulator.start()
+    yield simulator
+    simulator.stop()
+
+
+def worker(ym: YmSimulator, engine: Engine) -> YandexMarketTarget:
+    return YandexMarketTarget(
+        ym.url,
+        BUSINESS,
+        lambda: KEY,
+        price_types={"retail": "value"},
+        offers_per_minute=CABINET,
+        spent=lambda method: DbHold(engine, f"ym spent:{BUSINESS}:{method}"),
+        left=lambda method: DbLeft(engine, f"ym left:{BUSINESS}:{method}"),
+    )
+
+
+def test_a_count_left_that_another_workers_answer_lowered_holds_this_worker(
+    ym: YmSimulator, engine: Engine
+) -> None:
+    """Two workers of one business, 20 offers a minute: A sends 8 (12 left), B sends 8 (4
+    left); A's next 8 wait uncharged for the minute's end (``AWAITING``), never sent into a
+    420 on A's own count of 12 (SQLite and PostgreSQL)."""
+
+    async def scenario() -> list[Verdict]:
+        a, b = worker(ym, engine), worker(ym, engine)
+        try:
+            if 60.0 - ym.clock.wall_now() % 60.0 < 15:  # the minute ends soon: the next one
+                await asyncio.sleep(60.0 - ym.clock.wall_now() % 60.0 + 0.2)
+            found = await a.send([price(f"SKU-{n}", 1, "10") for n in range(8)])
+            found += await b.send([price(f"SKU-{n}", 1, "10") for n in range(8, 16)])
+            found += await a.send([price(f"SKU-{n}", 1, "10") for n in range(16, 24)])
+            return [c.verdict for c in found]
+        finally:
+            await a.aclose()
+            await b.aclose()
+
+    verdicts = asyncio.run(scenario())
+    assert [Verdict.AWAITING] * 24 == verdicts
+    assert 2 == ym.requests["offer-prices/updates"], "nothing sent that Yandex would refuse"
+    assert 16 == ym.accepted
+    assert 4 == CABINET - ym.budgets[UPDATE_RESOURCE]._used
