@@ -3538,6 +3538,8 @@ _WORD_MESSAGES.update(
         "backlog": N_("Still to deliver"),
         "backlog_eta": N_("about {eta} at the current pace"),
         "backlog_due": N_("about {eta}: the last of them is due to be sent then"),
+        # a bound (``ops.backlog.estimate_kind``): a good WB may still apply an upload of
+        "backlog_hold": N_("up to {eta} (waiting to learn whether WB applied the upload)"),
         "backlog_none": N_("nothing waits"),
         "backlog_untaken": N_("not taken from 1C yet: {count}"),
         "backlog_no_pace": N_("nothing delivered in the last minute: no estimate"),

@@ -73,6 +73,7 @@ import httpx
 
 from exchange.domain.pause import SETTING_MISSING
 from exchange.domain.reasons import Reason
+from exchange.domain.upload_tasks import TASK_TIMEOUT
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError, ReadBackFailed
 from exchange.targets.base import (
@@ -328,7 +329,7 @@ class WildberriesTarget:
         budget: Budget | None = None,
         first_poll: float = 3.0,
         poll_every: float = 5.0,
-        task_timeout: float = 1800.0,
+        task_timeout: float = TASK_TIMEOUT,
         lost_hold: float | None = None,
         poll_at_once: bool = False,
         refused_wait: float = 300.0,
