@@ -490,6 +490,14 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "released": NP_("event", "released"),
         # a released attempt whose request went out and got no answer (``event_said``)
         "released-unknown": NP_("event", "sent, answer unknown: sent again, not charged"),
+        # such an attempt whose upload the channel may still apply (a Wildberries upload whose
+        # answer was lost: ``WildberriesTarget._may_apply``): the next attempt waits to learn
+        # whether it applied it, never sends it again (seller review 35)
+        "released-unknown-waits": NP_(
+            "event",
+            "sent, answer unknown: waits until the channel shows whether it applied the upload, "
+            "not charged",
+        ),
         # a released attempt the site or marketplace answered with its pace refusal (a 429,
         # Ozon's code 8: ``domain.retry``'s "… busy, not charged: …", ``event_said``)
         "released-busy": NP_("event", "sent, answered busy: sent again later, not charged"),
@@ -1081,10 +1089,14 @@ def event_said(event: str | None, detail: str | None, lang: Lang) -> str:
     """A history row's event in words. An uncharged attempt handed back (``released``) whose
     request went out with no answer (its detail begins ``result-unknown:``,
     ``queue.record``: a timeout after sending) was sent, not "returned unsent": said as sent,
-    answer unknown, sent again (review mpadvice item 3); one the site or the marketplace
+    answer unknown, sent again (review mpadvice item 3), or, a Wildberries upload the next
+    attempt waits to learn about instead (its words say so: ``_ANSWER_LOST``), as a wait
+    (seller review 35); one the site or the marketplace
     answered with its pace refusal (a 429: ``domain.retry`` writes "… busy, not charged: …")
     was sent and answered, said so (review ozon, item 6); any other by ``name``."""
     if event == "released" and (detail or "").startswith("result-unknown: "):
+        if _ANSWER_LOST.search(detail or ""):
+            return name("event", "released-unknown-waits", lang)
         return name("event", "released-unknown", lang)
     if event == "released" and _ANSWERED_BUSY.match(detail or ""):
         if _MAY_HAVE_APPLIED.search(detail or ""):
@@ -1098,6 +1110,9 @@ _ANSWERED_BUSY = re.compile(r"[^:]*\bbusy, not charged: ")
 # ``WildberriesTarget._may_apply``'s words: the upload may have been applied, the next attempt
 # waits to learn whether it was
 _MAY_HAVE_APPLIED = re.compile(r"\(upload\): it may have made a task all the same: ")
+# ``WildberriesTarget._may_apply``'s words of an upload whose answer was lost: the next attempt
+# waits to learn whether WB applied it, never sends it again
+_ANSWER_LOST = re.compile(r"\(upload\): its answer was lost: the good waits until ")
 
 
 def state_said(
@@ -2189,6 +2204,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"HTTP 429 (?P<w>.*): Wildberries' limit for the Prices category \((?P<what>upload|read|"
         r"task poll)\)",
         N_("HTTP 429 {w}: Wildberries' limit for the Prices category ({what*})"),
+    ),
+    (
+        r"(?P<d>.+) \(upload\): its answer was lost: the good waits until Wildberries shows "
+        r"whether it applied the upload, up to (?P<m>\d+) min \(at most until (?P<u>[^()]+) "
+        r"UTC\)",
+        N_(
+            "{d*} (upload): its answer was lost: the good waits until Wildberries shows whether "
+            "it applied the upload, up to {m} min (at most until {u} UTC)"
+        ),
     ),
     (
         r"HTTP (?P<s>\d+) (?P<w>.*) \(upload\): it may have made a task all the same: the good "
@@ -3577,6 +3601,8 @@ _WORD_MESSAGES.update(
         "backlog": N_("Still to deliver"),
         "backlog_eta": N_("about {eta} at the current pace"),
         "backlog_due": N_("about {eta}: the last of them is due to be sent then"),
+        # a bound (``ops.backlog.estimate_kind``): a good WB may still apply an upload of
+        "backlog_hold": N_("up to {eta} (waiting to learn whether WB applied the upload)"),
         "backlog_none": N_("nothing waits"),
         # review words35b item 2: a price no pace sends, only an operator's decision
         "backlog_person": N_(

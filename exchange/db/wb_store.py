@@ -5,16 +5,17 @@ channel, built by ``exchange.app``."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, insert, select
+from sqlalchemy import Connection, Engine, and_, delete, func, insert, or_, select
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import (
     aggregates,
+    channels,
     deliveries,
     history,
     messages,
@@ -24,7 +25,7 @@ from exchange.db.schema import (
 )
 from exchange.db.sent_times import lock_goods, taken
 from exchange.domain.states import Event, State
-from exchange.domain.upload_tasks import Task
+from exchange.domain.upload_tasks import HOLD, TASK_TIMEOUT, Task
 
 CHUNK = 500  # keys per SELECT ... IN
 
@@ -257,3 +258,38 @@ class DbWbStore:
                     for message_id, pk, channel, state in rows
                 ],
             )
+
+
+def held_until(connection: Connection, ids: list[int], now: datetime) -> datetime | None:
+    """The latest end of a hold on a good that a delivery still to make (new, delayed or in
+    progress) on the Wildberries channels of ``ids`` waits behind: an upload that may have
+    been applied (``Task.upload_id`` 0 or below: its answer lost, or
+    5xx/422; or a task WB has not shown for ``TASK_TIMEOUT``), which holds its good until WB
+    shows whether it applied it, at most ``HOLD`` from the upload (``WildberriesTarget._stuck``).
+    None when no such delivery waits, or every such hold has ended. The one read the backlog's
+    estimate takes it from (``ops.backlog``)."""
+    t, m, d, c = wb_tasks.c, messages.c, deliveries.c, channels.c
+    waiting = (State.NEW.value, State.DELAYED.value, State.IN_PROGRESS.value)
+    uploaded = connection.execute(
+        select(func.max(t.uploaded_at))
+        .select_from(
+            wb_tasks.join(channels, and_(c.name == t.channel, c.target == "wildberries"))
+            .join(messages, m.message_id == t.message_id)
+            .join(
+                deliveries,
+                and_(d.channel_id == c.id, d.aggregate_id == m.aggregate_id),
+            )
+        )
+        .where(
+            on(d.channel_id, ids),
+            d.state.in_(waiting),
+            or_(
+                t.upload_id <= 0,
+                t.uploaded_at <= now - timedelta(seconds=TASK_TIMEOUT),
+            ),
+        )
+    ).scalar_one()
+    if uploaded is None:
+        return None
+    until: datetime = uploaded + timedelta(seconds=HOLD)
+    return until if until > now else None

@@ -8,6 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+# How long a Wildberries task not shown yet counts as pending (research §8), and how long
+# after that the good of a possibly-applied upload (its answer lost, or 5xx/422) stays held
+# until WB shows whether it applied it: the target's defaults (``WildberriesTarget``), and the
+# bound the backlog's estimate says for such a good (``ops.backlog``): up to an hour.
+TASK_TIMEOUT = 1800.0
+HOLD = TASK_TIMEOUT + TASK_TIMEOUT
+
 
 @dataclass(frozen=True, slots=True)
 class Task:

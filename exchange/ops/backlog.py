@@ -13,12 +13,13 @@ max(EXCHANGE_LEASE_SECONDS, 3 × EXCHANGE_POLL_INTERVAL) (contract 6)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, func, select
 
 from exchange.db.on_channels import Channel, channel_ids, on
 from exchange.db.schema import deliveries, history, workers
+from exchange.db.wb_store import held_until
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import Event, State
 from exchange.i18n import Lang, _, ngettext
@@ -82,23 +83,55 @@ def backlog(
         )
     ).scalar_one()
     due_s = round((due - now).total_seconds(), 1) if due is not None and due > now else None
-    return {"messages": waiting, "eta_s": eta, "due_s": due_s, "awaiting_person": int(person)}
+    # A good held until Wildberries shows whether it applied an upload (its answer lost, or
+    # 5xx/422): its delivery's due time is only the next look; the hold's end bounds it
+    # (seller review 35: «около 9 мин» of a wait of up to an hour).
+    until = held_until(connection, ids, now)
+    hold_s = round((until - now).total_seconds(), 1) if until is not None else None
+    return {
+        "messages": waiting,
+        "eta_s": eta,
+        "due_s": due_s,
+        "hold_s": hold_s,
+        "awaiting_person": int(person),
+    }
 
 
 def estimate(figures: dict[str, Any]) -> float | None:
-    """When the backlog is done, in seconds: at the current pace (``eta_s``), and never before
-    the last delayed delivery is due (``due_s``); None when neither says."""
-    said = [s for s in (figures.get("eta_s"), figures.get("due_s")) if s is not None]
+    """When the backlog is done, in seconds: at the current pace (``eta_s``), never before
+    the last delayed delivery is due (``due_s``), and at most when the last hold on a possibly
+    applied Wildberries upload ends (``hold_s``); None when none says."""
+    said = [
+        s
+        for s in (figures.get("eta_s"), figures.get("due_s"), figures.get("hold_s"))
+        if s is not None
+    ]
     return max(said) if said else None
 
 
+Estimate = Literal["hold", "due", "pace"]
+
+
+def estimate_kind(figures: dict[str, Any]) -> Estimate | None:
+    """What the estimate (``estimate``) is, the one rule ``exchange status``'s line, its
+    channels' table and the dashboard share: ``hold``, a bound, not a time: a delivery waits
+    until Wildberries shows whether it applied an upload (its answer lost, or 5xx/422), up to
+    the hold's end (seller review 35: «около 9 мин», the next look, of a wait of up to an
+    hour); ``due``, the last delayed delivery's due time, later than the pace says or with no
+    pace (a channel's limit, a retry, a catalogue re-read; rev32p: the dashboard said «около
+    20 с при нынешнем темпе» of a price due in 10 minutes); ``pace``, the current pace; None
+    when nothing says."""
+    hold, due, eta = figures.get("hold_s"), figures.get("due_s"), figures.get("eta_s")
+    if hold is not None and hold >= max(due or 0.0, eta or 0.0):
+        return "hold"
+    if due is not None and (eta is None or due > eta):
+        return "due"
+    return "pace" if eta is not None else None
+
+
 def waits_for_its_time(figures: dict[str, Any]) -> bool:
-    """Whether the estimate is the last delayed delivery's due time rather than the pace: it
-    is later than the pace says, or there is no pace (a channel's limit, a retry, a catalogue
-    re-read). The one rule ``exchange status``'s line and the dashboard share (rev32p: the
-    dashboard said «около 20 с при нынешнем темпе» of a price due in 10 minutes)."""
-    due, eta = figures.get("due_s"), figures.get("eta_s")
-    return due is not None and (eta is None or due > eta)
+    """Whether the estimate is the last delayed delivery's due time (``estimate_kind``)."""
+    return estimate_kind(figures) == "due"
 
 
 def untaken_channels(by_channel: dict[str, dict[str, Any]]) -> list[str]:
@@ -160,6 +193,11 @@ def backlog_words(
         )
     elif figures["eta_s"] is None and not live:
         said = _("backlog: {count}, no worker is live (no estimate)", lang)
+    elif estimate_kind(figures) == "hold":  # a bound: WB may still apply an upload
+        said = _(
+            "backlog: {count}, up to {eta} (waiting to learn whether WB applied the upload)",
+            lang,
+        )
     elif waits_for_its_time(figures):  # the last waits for its time: never sooner than that
         said = _("backlog: {count}, about {eta}: the last of them is due to be sent then", lang)
     elif figures["eta_s"] is None:

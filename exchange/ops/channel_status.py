@@ -24,7 +24,7 @@ from exchange.domain.clock import local_time
 from exchange.domain.policy import KindPolicies
 from exchange.domain.states import State
 from exchange.i18n import Lang, _, pgettext
-from exchange.ops.backlog import backlog, estimate
+from exchange.ops.backlog import backlog, estimate, estimate_kind
 from exchange.ops.status import (
     counts_by_channel,
     holding,
@@ -197,6 +197,10 @@ def backlog_cell(waiting: dict[str, Any], lang: Lang = "en", *, paused: bool = F
         return _("{count} (paused: no estimate)", lang).format(count=waiting["messages"])
     if estimate(waiting) is None:
         return _("{count} (no estimate)", lang).format(count=waiting["messages"])
+    if estimate_kind(waiting) == "hold":
+        return _(
+            "{count} (up to {eta}: waiting to learn whether WB applied the upload)", lang
+        ).format(count=waiting["messages"], eta=human_age(estimate(waiting), lang))
     return _("{count} (about {eta})", lang).format(
         count=waiting["messages"], eta=human_age(estimate(waiting), lang)
     )

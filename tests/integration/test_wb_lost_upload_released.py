@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
+from clitools import Cli
 from marketsims import wb_sim
 from sqlalchemy import Engine, select
 
@@ -23,7 +25,7 @@ from exchange.db.schema import history, messages
 from exchange.dev.testing import fast_settings, price_row, run_worker, stage
 from exchange.dev.wbsim import WbSimulator
 from exchange.targets.wildberries import target as wb_target
-from exchange.words import detail_words
+from exchange.words import detail_words, event_said
 from exchange.worker import Worker
 
 LOST, NEWER = 1010, 1030
@@ -134,3 +136,54 @@ def test_a_newer_price_waits_for_an_upload_released_uncharged_with_its_answer_lo
     assert went, [d for v, _, d in seen if v == 2]
     assert f"the upload of {LOST}.00 whose answer was lost has landed" in went[0], went
     assert f"применилась загрузка {LOST}.00, ответ на которую потерян" in detail_words(went[0])
+
+
+def test_the_history_of_a_lost_upload_says_it_waits_to_learn_never_sent_again(
+    db_url: str, engine: Engine, wb: WbSimulator, tmp_path: Path
+) -> None:
+    """Seller review 35 (wbwords35 item 2): the released row of an upload whose answer was lost
+    read «отправлено, ответ неизвестен: отправится снова» ("sent, answer unknown: sent
+    again"), but the service never uploads it again: the next attempt waits until WB shows
+    whether it applied it, up to an hour. ``exchange history`` (and the workbench's event
+    words) say that wait; ``exchange find`` says what the good waits for. The targets that do
+    send again keep their words (tests/report)."""
+    good = wb.by_vendor_code("SKU-1")
+    assert good is not None
+    wb.faults.late = {(good.nm_id, LOST): 600.0}
+    settings = fast_settings(
+        db_url, None, target="wildberries", wb_api_url=wb.url, wb_token=wb.token()
+    )
+    worker: Worker = bootstrap.worker(
+        settings, engine, transport=LostWhileDown(), rng=random.Random(3)
+    )
+    stage(engine, [price_row("SKU-1", 1, f"{LOST}.00")])
+
+    async def scenario(w: Worker) -> None:
+        for _ in range(2000):
+            await w.cycle()
+            if any(e == "awaiting-outcome" for _, e, _ in story(engine)):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(story(engine))
+
+    run_worker(worker, scenario)
+    (released,) = [d for _, e, d in story(engine) if e == "released"]
+    assert "whether it applied the upload, up to 60 min" in released, released
+    for lang in ("ru", "en"):
+        said = event_said("released", released, lang)
+        assert "снова" not in said and "sent again" not in said, said
+    cli = Cli(tmp_path)
+    ru = cli("history", "SKU-1", db=db_url, env={"LANG": "ru_RU.UTF-8", "COLUMNS": "600"})
+    text = " ".join(ru.stdout.replace("│", " ").split())
+    assert "ответ неизвестен: ждём, пока канал покажет, применена ли загрузка" in text, text
+    assert "отправится снова" not in text, text
+    assert "применил ли он загрузку, — до 60 мин" in text, text
+    en = cli("history", "SKU-1", db=db_url, env={"COLUMNS": "600"})
+    text = " ".join(en.stdout.replace("│", " ").split())
+    assert "its answer was lost: the good waits until Wildberries shows whether it" in text, text
+    for lang, waits in (
+        ("ru_RU.UTF-8", "ответ на которую потерян"),
+        ("C.UTF-8", "whose answer was lost"),
+    ):
+        found = cli("find", "SKU-1", db=db_url, env={"LANG": lang}).stdout
+        assert waits in found and "снова" not in found and "sent again" not in found, found

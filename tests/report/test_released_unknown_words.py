@@ -40,3 +40,20 @@ def test_a_released_attempt_the_marketplace_answered_busy_is_said_as_sent_and_an
     assert event_said("released", "no answer, not charged: ConnectError", "ru") == (
         "возвращено без отправки"
     )
+
+
+def test_a_wildberries_upload_whose_answer_was_lost_is_said_as_a_wait_others_as_sent_again() -> (
+    None
+):
+    """Seller review 35 (wbwords35 item 2): WB's released row (its words:
+    ``WildberriesTarget._may_apply``) said «отправится снова», yet the next attempt waits to
+    learn whether WB applied the upload; a target that does send again keeps its words."""
+    wb = (
+        f"{UNKNOWN} (upload): its answer was lost: the good waits until Wildberries shows "
+        "whether it applied the upload, up to 60 min (at most until 2026-12-06 19:35:38 UTC)"
+    )
+    ru, en = event_said("released", wb, "ru"), event_said("released", wb, "en")
+    assert "снова" not in ru and "ждём, пока канал покажет, применена ли загрузка" in ru, ru
+    assert "sent again" not in en and "waits until the channel shows whether it applied" in en
+    assert "отправится снова" in event_said("released", UNKNOWN, "ru")
+    assert "sent again" in event_said("released", UNKNOWN, "en")

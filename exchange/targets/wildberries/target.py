@@ -73,6 +73,7 @@ import httpx
 
 from exchange.domain.pause import SETTING_MISSING
 from exchange.domain.reasons import Reason
+from exchange.domain.upload_tasks import TASK_TIMEOUT
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ExchangeError, ReadBackFailed
 from exchange.targets.base import (
@@ -252,6 +253,10 @@ UNNAMED = 0
 # The words that begin the wait an upload answered 5xx or 422 leaves (``_may_apply``); a
 # history row's event reads them (``exchange.words.event_said``).
 MAY_HAVE_APPLIED = "it may have made a task all the same:"
+# The words that begin the wait an upload whose answer was lost leaves (``_may_apply``): the
+# next attempt waits to learn whether WB applied it, never uploads it again; a history row's
+# event reads them (``exchange.words.event_said``: never "sent again").
+ANSWER_LOST = "its answer was lost:"
 
 
 def _unnamed(upload_id: int) -> bool:
@@ -328,7 +333,7 @@ class WildberriesTarget:
         budget: Budget | None = None,
         first_poll: float = 3.0,
         poll_every: float = 5.0,
-        task_timeout: float = 1800.0,
+        task_timeout: float = TASK_TIMEOUT,
         lost_hold: float | None = None,
         poll_at_once: bool = False,
         refused_wait: float = 300.0,
@@ -1247,6 +1252,14 @@ class WildberriesTarget:
         except _Answer as failed:
             if not failed.classification.result_unknown:  # not sent, or refused whole
                 await self._db(self.store.drop_tasks, [g.nm_id for g in going.goods], UNNAMED)
+                raise
+            # Its row stays: what the next attempt does (``_stuck``), never "sent again"
+            # (seller review 35: the released row said «отправится снова»).
+            lost = failed.classification
+            failed.classification = replace(
+                lost,
+                detail=f"{lost.detail} (upload): {self._may_apply(going.sent_at, lost=True)}",
+            )
             raise
         goods, sent_at = going.goods, going.sent_at
         nm_ids = [g.nm_id for g in goods]
@@ -1341,14 +1354,15 @@ class WildberriesTarget:
             said = replace(said, detail=f"{said.detail}: {self._may_apply(sent_at)}")
         raise _Answer(said)
 
-    def _may_apply(self, sent_at: datetime) -> str:
-        """What an upload answered 5xx or 422 leaves its goods to (``_may_have_made_task``):
-        a wait until WB shows whether it applied the upload, up to ``task_timeout`` +
-        ``lost_hold`` from the upload (``_stuck``)."""
+    def _may_apply(self, sent_at: datetime, *, lost: bool = False) -> str:
+        """What an upload answered 5xx or 422 (``_may_have_made_task``), or whose answer was
+        ``lost``, leaves its goods to: a wait until WB shows whether it applied the upload, up
+        to ``task_timeout`` + ``lost_hold`` from the upload (``_stuck``)."""
         hold = self.task_timeout + self.lost_hold
         until = sent_at + timedelta(seconds=hold)
         return (
-            f"{MAY_HAVE_APPLIED} the good waits until Wildberries shows whether it applied the "
+            f"{ANSWER_LOST if lost else MAY_HAVE_APPLIED} the good waits until Wildberries "
+            "shows whether it applied the "
             f"upload, up to {math.ceil(hold / 60)} min (at most until "
             f"{until:%Y-%m-%d %H:%M:%S} UTC)"
         )

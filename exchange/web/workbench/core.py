@@ -23,7 +23,7 @@ from exchange.domain.policy import KindPolicies
 from exchange.i18n import number, percent
 from exchange.ops import find as finder
 from exchange.ops import operators
-from exchange.ops.backlog import waits_for_its_time
+from exchange.ops.backlog import estimate_kind
 from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
 from exchange.report.words import advice_words, next_check
@@ -231,8 +231,9 @@ class Core:
             ),
             # a detail as a page says it: a button where the command line names a command
             said=lambda text: page_words(text, lang),
-            # the estimate is the last delayed delivery's due time (``ops.backlog``)
-            waits_for_its_time=waits_for_its_time,
+            # what the estimate is: a hold's bound, the last delayed delivery's due time, the
+            # pace (``ops.backlog.estimate_kind``, the rule ``status`` shares)
+            estimate_kind=estimate_kind,
             unset=lambda fact, attempted: unset_fact(fact, attempted, lang),
             messages_n=lambda count: messages_counted(count, lang),
             # numbers as the page's language writes them (CLDR): «4,3 %», «1 запрос/с»
