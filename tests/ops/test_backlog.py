@@ -64,7 +64,13 @@ def test_the_backlog_counts_what_waits_and_divides_it_by_the_last_minutes_pace(
         )
         now = clock.now() + timedelta(seconds=10)
         figures = backlog(c, now, settings.policies, LIVE)
-        assert figures == {"messages": 30, "eta_s": 90.0, "due_s": None, "awaiting_person": 0, "hold_s": None}
+        assert figures == {
+            "messages": 30,
+            "eta_s": 90.0,
+            "due_s": None,
+            "awaiting_person": 0,
+            "hold_s": None,
+        }
         assert (
             backlog_words(figures) == "backlog: 30 messages, about 1 min 30 s at the current pace"
         )
@@ -173,7 +179,13 @@ def test_a_delivery_held_for_its_channels_hour_is_in_the_estimate_by_its_due_tim
             kinds=settings.policies,
         )
         figures = backlog(c, clock.now(), settings.policies, LIVE)
-    assert figures == {"messages": 1, "eta_s": 20.0, "due_s": 3540.0, "awaiting_person": 0, "hold_s": None}
+    assert figures == {
+        "messages": 1,
+        "eta_s": 20.0,
+        "due_s": 3540.0,
+        "awaiting_person": 0,
+        "hold_s": None,
+    }
     said = backlog_words(figures)
     assert said == "backlog: 1 message, about 59 min 0 s: the last of them is due to be sent then"
     ru = backlog_words(figures, lang="ru")
