@@ -38,7 +38,9 @@ channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split). The t
 own resource) and one ``Parallel`` for all of them (§3.3: every request to the business).
 With a database, what one worker hears is every worker's (``YandexMarketTarget``): a 420 for a
 method's budget, or ``Remaining`` 0, is a ``SharedHold`` of the business and method that the
-others keep (``held_elsewhere``), with a ``Limit`` a worker cut its requests to; what any answer
+others keep (``held_elsewhere``), with a ``Limit`` a worker cut its requests to, which follows
+the ``Limit`` later answers name, raised (a cabinet allowed more) as well as lowered, never above
+``ym_offers_per_minute`` (``learned_limit``; every worker follows the row); what any answer
 says is left until the window's end (``Remaining``) is the business's count (``SharedLeft``),
 each request taking its offers from it before it goes, or held until that end; and each request
 takes one of the business's ``ym_parallel`` places (``SharedSlots``), so that more workers than

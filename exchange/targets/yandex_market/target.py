@@ -2090,9 +2090,11 @@ class YandexMarketTarget:
                     await self._parallel_heard()  # its place still held: counted as taken
             # Every answer (200, 4xx) says what is left of the method's budget until when
             # (§3.3): no request of more goes before it (pace.py ``told``). Its limit below a
-            # request's size cuts the requests (a request larger than the minute is refused
-            # every time); the budget itself is lowered only by a 420 naming it: a simulator
-            # whose minute is scaled down names its limit in simulated minutes.
+            # request's size cuts the requests and the budget (a request larger than the minute
+            # is refused every time); a limit learned so follows the one every later answer
+            # names, up or down (``_limit_heard``). A limit below ``ym_offers_per_minute`` but
+            # not below a request is not learned: a simulator whose minute is scaled down names
+            # its limit in simulated minutes (pace.py ``learned_limit``).
             budget.told(answers.remaining(response), answers.until(response))
             await self._left_told(method, answers.remaining(response), answers.until(response))
             if answers.remaining(response) == 0 and status != 420:
