@@ -2,7 +2,9 @@
 port (exchange/targets/bitrix/lock.py), built by ``exchange.app``, and the site's probe turn
 (``exchange.delivery.probe``: one worker at a time probes past its known-good rate,
 contract 5c); and, as ``DbHold``, a channel-wide wait every worker keeps (the marketplaces'
-``SharedHold`` port, exchange/targets/marketplace/hold.py: Ozon's "Circle is open"); and, as
+``SharedHold`` port, exchange/targets/marketplace/hold.py: Ozon's "Circle is open"; its note,
+Yandex Market's budget a minute learned from Yandex, changed only where it still says what
+the writer read, ``renote``); and, as
 ``DbSlots``, so many places for requests at once shared by every worker (``SharedSlots``: Yandex
 Market's parallel requests a business), a ``DbLock`` a place, and a row for the count a refusal
 lowered them to (what count and for how long: the target's, ``yandex_market/pace.py``); and,
@@ -135,6 +137,19 @@ class DbHold:
                     )
             except IntegrityError:
                 self.hold(until, note)
+
+    def renote(self, was: str | None, note: str | None) -> bool:
+        """The note becomes ``note`` where it still is ``was``, in one guarded UPDATE (a note
+        another worker wrote since stays); the wait's end as it is."""
+        row = target_locks.c.name == self.name
+        still = target_locks.c.holder.is_(None) if was is None else target_locks.c.holder == was
+        with self.engine.begin() as connection:
+            changed = connection.execute(
+                update(target_locks)
+                .where(row, still)
+                .values(holder=None if note is None else note[:200])
+            )
+            return changed.rowcount == 1
 
 
 class DbLeft:

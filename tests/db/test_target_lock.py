@@ -166,3 +166,20 @@ def test_a_place_given_back_with_a_cool_down_stays_taken_that_long(engine: Engin
     assert second.take(30) is None
     clock.advance(0.2)
     assert second.take(30) is not None
+
+
+def test_a_holds_note_changes_only_where_it_still_says_what_the_writer_read(
+    engine: Engine,
+) -> None:
+    """Yandex Market's learned limit (the note of ``ym spent:``): a worker that heard a higher
+    limit renotes the row from what it read; another worker's word written since stays (its
+    renote from the old note changes nothing), and the wait's end is left as it is."""
+    clock = FakeClock()
+    hold = DbHold(engine, "ym spent:1:offer-prices/updates")
+    assert not hold.renote(None, "50"), "no row: nothing to change"
+    hold.hold(clock.now() + timedelta(seconds=5), "20")
+    assert hold.renote("20", "50")
+    assert not hold.renote("20", "40"), "another worker's 50 stays"
+    assert (clock.now() + timedelta(seconds=5), "50") == hold.read()
+    assert hold.renote("50", None)
+    assert (clock.now() + timedelta(seconds=5), None) == hold.read()

@@ -3,7 +3,9 @@
 outlives a restart, where the docs said it lasted "until the service restarts". A worker
 started after the 420 keeps the lowered budget from its first request (no 420 of its own, its
 held prices say the lowered budget), and the docs, Russian and English, say so and how it comes
-back. The real workers, the Yandex Market simulator over HTTP, SQLite and PostgreSQL."""
+back: the cabinet allowed more, the next answer's higher limit raises the row by itself (no SQL,
+the docs' DELETE only a last resort). The real workers, the Yandex Market simulator over HTTP,
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from exchange.db.engine import transaction
 from exchange.db.schema import history, target_locks
 from exchange.dev.simclock import SimClock
 from exchange.dev.testing import price_row, run_worker, stage
-from exchange.dev.ymsim import ApiError, YmSimulator, YmSwitches, _YmHandler
+from exchange.dev.ymsim import UPDATE_RESOURCE, ApiError, YmSimulator, YmSwitches, _YmHandler
 from exchange.worker import Worker
 
 KEY = "ym-key-restart"
@@ -85,13 +87,23 @@ def test_the_budget_a_420_lowered_outlives_a_restart_and_the_docs_say_so(
             .all()
         )
     assert details and all("budget of 20 offers a minute" in d for d in details), details
-    with transaction(engine, read_only=True) as connection:
-        kept = connection.execute(
-            select(target_locks.c.holder).where(
-                target_locks.c.name == "ym spent:1001:offer-prices/updates"
-            )
-        ).scalar_one()
-    assert kept == "20", "the row the docs name keeps the learned budget"
+
+    def kept() -> str | None:
+        with transaction(engine, read_only=True) as connection:
+            return connection.execute(
+                select(target_locks.c.holder).where(
+                    target_locks.c.name == "ym spent:1001:offer-prices/updates"
+                )
+            ).scalar_one()
+
+    assert kept() == "20", "the row the docs name keeps the learned budget"
+    # The cabinet is allowed more: a worker's answer names 40, and the row follows, no SQL.
+    ym.budgets[UPDATE_RESOURCE].limit = 40
+    time.sleep(1.5)
+    stage(engine, [price_row(f"SKU-C{n:02d}", 1, "100.00") for n in range(40)])
+    run_worker(bootstrap.worker(restarted, engine, rng=random.Random(7)), cycle)
+    assert kept() == "40", "the row follows the higher limit Yandex named"
+    assert len(refused) == before, "no 420"
     russian = (DOCS / "marketplaces.ru.md").read_text(encoding="utf-8")
     english = (DOCS / "marketplaces.md").read_text(encoding="utf-8")
     assert "до него же до перезапуска" not in russian
@@ -100,5 +112,9 @@ def test_the_budget_a_420_lowered_outlives_a_restart_and_the_docs_say_so(
         "until the service\nrestarts" not in english and "until the service restarts" not in english
     )
     assert "The lowered budget outlives a\nrestart" in english
-    assert "DELETE FROM target_locks WHERE name LIKE 'ym spent:" in russian
-    assert "DELETE FROM target_locks WHERE name LIKE 'ym spent:" in english
+    assert "Сам сервис этот лимит не поднимает" not in russian
+    assert "The service never raises it by itself" not in english
+    assert "следует за тем, который называет Маркет, в обе стороны" in russian
+    assert "follows the one\nYandex names, both ways" in english
+    assert "без перезапуска и без SQL" in russian and "no restart and\nno SQL" in english
+    assert "Крайнее средство" in russian and "A last resort" in english

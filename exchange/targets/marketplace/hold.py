@@ -5,7 +5,8 @@ sending into it would only prolong the block). ``SharedHold`` is the port the ta
 extends it through (``exchange.db.target_lock.DbHold``: a ``target_locks`` row);
 ``NO_SHARED_HOLD``, its no-database default (``exchange check``, the tests of one process):
 none, this process's own wait only. ``note``: a word kept with the wait (Yandex Market's
-budget a minute as one worker learned it from a 420, so that every worker divides that one).
+budget a minute as the workers learned it from Yandex's named limit, so that every worker
+divides that one; ``renote`` changes it when Yandex names another).
 ``SharedTurn``: the one request of the account that goes first when such a wait ends (the
 wait's end is a moment every worker reads alike, so each would send at it), the others once
 it is answered.
@@ -31,6 +32,11 @@ class SharedHold(Protocol):
         """``until`` and the note kept with the wait (None: none)."""
         ...
 
+    def renote(self, was: str | None, note: str | None) -> bool:
+        """The note becomes ``note`` (None: none) if it still is ``was`` (another worker's
+        word since stays), the wait as it is: False when it was not (or never held)."""
+        ...
+
 
 class _NoSharedHold:
     def until(self) -> datetime | None:
@@ -41,6 +47,9 @@ class _NoSharedHold:
 
     def read(self) -> tuple[datetime | None, str | None]:
         return None, None
+
+    def renote(self, was: str | None, note: str | None) -> bool:
+        return False
 
 
 NO_SHARED_HOLD: SharedHold = _NoSharedHold()

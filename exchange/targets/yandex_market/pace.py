@@ -38,7 +38,9 @@ channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split). The t
 own resource) and one ``Parallel`` for all of them (§3.3: every request to the business).
 With a database, what one worker hears is every worker's (``YandexMarketTarget``): a 420 for a
 method's budget, or ``Remaining`` 0, is a ``SharedHold`` of the business and method that the
-others keep (``held_elsewhere``), with a ``Limit`` a worker cut its requests to; what any answer
+others keep (``held_elsewhere``), with a ``Limit`` a worker cut its requests to, which follows
+the ``Limit`` later answers name, raised (a cabinet allowed more) as well as lowered, never above
+``ym_offers_per_minute`` (``learned_limit``; every worker follows the row); what any answer
 says is left until the window's end (``Remaining``) is the business's count (``SharedLeft``),
 each request taking its offers from it before it goes, or held until that end; and each request
 takes one of the business's ``ym_parallel`` places (``SharedSlots``), so that more workers than
@@ -89,6 +91,24 @@ def parallel_heard(places: int, taken: int) -> int:
     return max(1, min(places, taken - 1))
 
 
+def learned_limit(kept: int | None, heard: int | None, configured: int) -> int | None:
+    """The business's budget a minute of a method as Yandex's answers taught it, after an answer
+    that named ``heard`` (its ``X-RateLimit-Resource-Limit``, §3.3: on every answer, Yandex's
+    word on the cabinet's current limit; None: not named): ``kept``, the limit learned before
+    (None: none, ``configured`` stands: ``ym_offers_per_minute``), follows it both ways, a
+    cabinet allowed more (Yandex raises limits with the seller's tier) as one allowed fewer,
+    never above ``configured``: one that reaches it is learned no more (None).
+
+    Only a limit once learned follows: the first is learned when Yandex names one below a
+    request's offers (``YandexMarketTarget._lower``), never from a heard limit below
+    ``configured`` alone: a simulator whose minute is scaled down names its limit in simulated
+    minutes, far below a ``configured`` of real ones (the bench's 200 a simulated minute beside
+    its 12 000 a real one), and a budget lowered to it would send at 1/60 of the pace."""
+    if kept is None or heard is None or heard < 1:
+        return kept
+    return None if heard >= configured else heard
+
+
 def parallel_places(
     configured: int, lowered: int | None, until: datetime | None, now: datetime
 ) -> int:
@@ -136,6 +156,7 @@ class OfferBudget:
         if per_minute < 1:
             raise ValueError("per_minute must be at least 1")
         self.per_minute = per_minute
+        self.configured = per_minute  # ym_offers_per_minute: never more (``follow``)
         self.account = per_minute  # the business's, which the channel's workers split
         self.workers = 1
         self.window = min(WINDOW, max(window, 0.001))
@@ -214,6 +235,21 @@ class OfferBudget:
         offers (the shortest that does, as at the start)."""
         self.account = max(1, min(self.account, per_minute))
         self._keep(per_request)
+
+    def follow(self, per_minute: int | None, per_request: int) -> None:
+        """Yandex's named limit as learned (``learned_limit``), higher or lower than ours:
+        ``per_minute`` offers a minute from now on (None: the configured ones), never more than
+        configured, in windows that hold ``per_request`` offers (as ``lower``)."""
+        if per_minute is None:
+            self.account = self.configured
+        else:
+            self.account = max(1, min(self.configured, per_minute))
+        self._keep(per_request)
+
+    @property
+    def learned(self) -> int | None:
+        """The business's limit learned from Yandex (below the configured one), or None."""
+        return self.account if self.account < self.configured else None
 
     def share(self, workers: int, per_request: int) -> None:
         """``workers`` live workers (this one included) spend the business's budget: this one

@@ -125,6 +125,7 @@ from exchange.targets.yandex_market.pace import (
     Later,
     OfferBudget,
     Parallel,
+    learned_limit,
     parallel_heard,
     parallel_kept,
     parallel_places,
@@ -472,6 +473,7 @@ class YandexMarketTarget:
         self.per_read = max(1, min(MAX_READ, offers_per_minute))
         # ... and of at most this worker's share of the minute (``share``).
         self._most_per_request, self._most_per_read = self.per_request, self.per_read
+        self._first_per_request, self._first_per_read = self.per_request, self.per_read
         self.workers = 1
         # The shortest window that holds a whole request (pace.py): 3 s at Yandex's figures.
         window = max(1.0, 60.0 * self.per_request / offers_per_minute)
@@ -521,6 +523,9 @@ class YandexMarketTarget:
         self._left: dict[str, SharedLeft] = {
             method: left(method) if left is not None else NO_SHARED_LEFT for method in self._spent
         }
+        # The note of each method's row (the business's learned limit) as this process last
+        # read it (``_spent_heard``): a changed note is followed, both ways.
+        self._noted: dict[str, str | None] = {}
         self._monotonic = monotonic
         self._now = now
         self.past_until = max(0.0, past_until)
@@ -1222,6 +1227,56 @@ class YandexMarketTarget:
             "a read" if reads else "offer-prices/updates",
         )
 
+    def _follow(self, limit: int | None, budget: OfferBudget) -> None:
+        """Yandex's named limit as learned (pace.py ``learned_limit``): ``limit`` offers a
+        minute from now on (None: ``ym_offers_per_minute``), higher or lower than before, and
+        requests of at most that many (as ``_lower``; a raised limit lets them grow back, up to
+        what they were at the start)."""
+        before = budget.account
+        if budget is self.budget:
+            budget.follow(limit, self.per_request)
+            self._most_per_request = max(1, min(self._first_per_request, budget.account))
+        else:
+            budget.follow(limit, self.per_read)
+            reads = (self.read_budget, self.quarantine_budget, self.confirm_budget)
+            least = min(b.account for b in reads)
+            self._most_per_read = max(1, min(self._first_per_read, least))
+        self._fit()  # the requests and every budget's window kept to the limit now
+        if budget.account != before:
+            log.warning(
+                "Yandex Market allows %d offers a minute (X-RateLimit-Resource-Limit%s): %s "
+                "from %d (%s)",
+                budget.account,
+                "" if limit is not None else ", ym_offers_per_minute",
+                "raised" if budget.account > before else "lowered",
+                before,
+                "offer-prices/updates" if budget is self.budget else "a read",
+            )
+
+    async def _limit_heard(self, method: str, budget: OfferBudget, heard: int | None) -> None:
+        """An answer named ``heard`` (``X-RateLimit-Resource-Limit``, §3.3: every answer, the
+        cabinet's limit now): a limit learned before follows it both ways (pace.py
+        ``learned_limit``), here and in the business's row, which every worker follows before
+        its next request of the method (``_spent_heard``): a cabinet allowed more (Yandex
+        raises limits with the seller's tier) is sent more without a restart or any SQL."""
+        kept = budget.learned
+        new = learned_limit(kept, heard, budget.configured)
+        if new == kept:
+            return
+        self._follow(new, budget)
+        hold = self._spent[method]
+        if hold is NO_SHARED_HOLD:
+            return
+        was, note = (None if kept is None else str(kept)), (None if new is None else str(new))
+        try:
+            if await asyncio.to_thread(hold.renote, was, note):
+                self._noted[method] = note
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: a changed limit could not be told to the other workers (%s)",
+                type(exc).__name__,
+            )
+
     def _unanswered(self, items: list[_Item], said: Classification) -> dict[str, Classification]:
         """An answer that decides every offer of the request and is no 200. One that may have
         been taken (no answer after the request left, a 5xx, Yandex's 499) keeps what was
@@ -1894,9 +1949,13 @@ class YandexMarketTarget:
             )
 
     async def _spent_heard(self, method: str, budget: OfferBudget) -> None:
-        """The method's budget as another worker of the business heard it (``_spend_told``),
-        read before each request: its hold kept here too (not charged: ``take`` hands the
-        offers back when it is long), its budget a minute divided here too."""
+        """The method's budget as another worker of the business heard it (``_spend_told``,
+        ``_limit_heard``), read before each request: its hold kept here too (not charged:
+        ``take`` hands the offers back when it is long), its budget a minute divided here
+        too: a limit below this process's from the first read on, and a changed one either
+        way (raised by another worker's answer, or none any more: ``ym_offers_per_minute``).
+        An unchanged note leaves this process's own hearing as it is (its own lowering whose
+        write failed stays)."""
         hold = self._spent[method]
         if hold is NO_SHARED_HOLD:
             return
@@ -1904,8 +1963,13 @@ class YandexMarketTarget:
             until, note = await asyncio.to_thread(hold.read)
         except Exception:  # the service's database: this process's own hearing stands
             return
-        if note is not None and note.isdigit() and 0 < int(note) < budget.account:
-            self._lower(int(note), budget)
+        learned = int(note) if note is not None and note.isdigit() and int(note) > 0 else None
+        changed = method in self._noted and note != self._noted[method]
+        self._noted[method] = note
+        if learned is not None and learned < budget.account:
+            self._lower(learned, budget)
+        elif changed and learned != budget.learned:
+            self._follow(learned, budget)
         if until is not None:
             budget.held_elsewhere((until - self._now()).total_seconds())
 
@@ -2026,9 +2090,11 @@ class YandexMarketTarget:
                     await self._parallel_heard()  # its place still held: counted as taken
             # Every answer (200, 4xx) says what is left of the method's budget until when
             # (§3.3): no request of more goes before it (pace.py ``told``). Its limit below a
-            # request's size cuts the requests (a request larger than the minute is refused
-            # every time); the budget itself is lowered only by a 420 naming it: a simulator
-            # whose minute is scaled down names its limit in simulated minutes.
+            # request's size cuts the requests and the budget (a request larger than the minute
+            # is refused every time); a limit learned so follows the one every later answer
+            # names, up or down (``_limit_heard``). A limit below ``ym_offers_per_minute`` but
+            # not below a request is not learned: a simulator whose minute is scaled down names
+            # its limit in simulated minutes (pace.py ``learned_limit``).
             budget.told(answers.remaining(response), answers.until(response))
             await self._left_told(method, answers.remaining(response), answers.until(response))
             if answers.remaining(response) == 0 and status != 420:
@@ -2038,6 +2104,8 @@ class YandexMarketTarget:
             if limit is not None and limit < (self.per_read if reads else self.per_request):
                 self._lower(limit, budget)
                 await self._spend_told(method, self._now(), limit)
+            else:  # a limit learned before follows Yandex's, higher or lower (``_limit_heard``)
+                await self._limit_heard(method, budget, limit)
             if status != 420:
                 break
             if answers.throttle(response) is answers.Throttle.PARALLEL:
