@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import signal
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from clitools import FAST_ENV, TOKEN, Cli, assert_one_line_error, describe, until_stopped
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, history
@@ -322,10 +323,6 @@ def test_drop_with_a_delivery_in_flight_says_when_its_lease_ends_if_its_worker_i
     """Promise (review rev35ow words): the delivery left in flight is its worker's to record,
     or, that worker gone (killed), it ends when its lease runs out: the line says in how long,
     never that a dead worker will record it."""
-    from datetime import timedelta
-
-    from sqlalchemy import update
-
     taken(engine, 1)
     assert cli("channels", "seed", "shop", db=db_url, env=with_shop(tmp_path)).returncode == 0
     with transaction(engine) as c:

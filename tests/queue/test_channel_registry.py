@@ -39,6 +39,7 @@ from exchange.intake import staging_table as intake
 from exchange.ops.channels import list_channels
 from exchange.queue import channels as channel_ops
 from exchange.queue.channels import Seeded
+from exchange.queue.lease import claim
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -548,8 +549,6 @@ def test_a_dropped_channels_worker_claims_nothing_there_before_the_sweep(
     handed back there for a retry (its send's answer lost) is never claimed and sent again
     (review ozon 35: the old worker sent 1100 again on the dropped channel 6 s after the drop,
     before the sweep cancelled it); only the sweep ends it."""
-    from exchange.queue.lease import claim
-
     take(engine, clock, [price_row("S1", 1)])
     register(engine, [SHOP], clock.now())
     channel_ops.seed(engine, "shop", POLICIES, now=clock.now())
