@@ -71,7 +71,7 @@ from sqlalchemy import (
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, account_ids, channel_ids, on
-from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
+from exchange.db.schema import aggregates, channels, cml_catalog, deliveries, messages
 from exchange.domain.reasons import Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import State
@@ -155,7 +155,8 @@ class DbSentTimes:
                 # The products' hours and their goods, in one statement: one order for every
                 # worker (``sending_first`` and ``put_first`` take goods' keys alone).
                 keys = {HOUR_LOCK | zlib.crc32(sku.encode()) for sku in wanted}
-                _lock_all(connection, keys | _good_keys(str(self.channel), offers.values()))
+                named_as = _lock_name(connection, self.channel)
+                _lock_all(connection, keys | _good_keys(named_as, offers.values()))
             if offers:
                 pairs = {(offer, sku) for sku, offer in offers.items()}
                 held = taken(connection, ids, pairs, list(prefixes), by_article)
@@ -470,7 +471,9 @@ class DbSentTimes:
         with transaction(self.engine) as connection:
             ids = channel_ids(connection, self.channel)
             wanted = {goods[m] for m in receipts if m in goods}
-            lock_goods(connection, str(self.channel), {offer for offer, _ in wanted})
+            lock_goods(
+                connection, _lock_name(connection, self.channel), {offer for offer, _ in wanted}
+            )
             held = taken(connection, ids, wanted, list(prefixes), by_article)
             refused = {m: held[goods[m]] for m in receipts if m in goods and goods[m] in held}
             rows = [
@@ -560,6 +563,16 @@ def lock_goods(connection: Connection, channel: str, offers: Iterable[str]) -> N
     if not is_postgres(connection):
         return
     _lock_all(connection, _good_keys(channel, offers))
+
+
+def _lock_name(connection: Connection, channel: Channel) -> str:
+    """The name a channel's goods are locked under (``lock_goods``): its name, also when the
+    port was given its row's id (the Ozon target's worker), so that every process sending to
+    the channel takes one lock per good."""
+    if isinstance(channel, int) and not isinstance(channel, bool):
+        found = connection.execute(select(channels.c.name).where(channels.c.id == channel))
+        return str(found.scalar_one_or_none() or channel)
+    return str(channel)
 
 
 def _good_keys(channel: str, offers: Iterable[str]) -> set[int]:
