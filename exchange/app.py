@@ -95,11 +95,13 @@ def target(
     engine: Engine | None = None,
     clock: Clock | None = None,
     channel: str | None = None,
+    channel_id: int | None = None,
 ) -> Target:
     """The shop to deliver to (contract 10: ``api``, the shop API of section 5; ``woocommerce``;
     ``bitrix``; contract 14: ``wildberries``). ``engine``: where the WooCommerce target keeps
     SKU ids and the Wildberries target its catalogue map and tasks (in memory without);
-    ``channel``: the channel's name (the one channel's: the target's)."""
+    ``channel``: the channel's name (the one channel's: the target's); ``channel_id``: the
+    registry's row the worker serves, fixed at its start (``worker``)."""
     if settings.target == "wildberries":
         return wildberries_target(settings, transport, engine=engine, channel=channel)
     if settings.target == "woocommerce":
@@ -109,7 +111,7 @@ def target(
     if settings.target == "rabbitmq":
         return rabbitmq_target(settings)
     if settings.target == "ozon":
-        return ozon_target(settings, transport, engine=engine, clock=clock)
+        return ozon_target(settings, transport, engine=engine, clock=clock, channel_id=channel_id)
     if settings.target == "yandex-market":
         return yandex_market_target(settings, transport, engine=engine, clock=clock)
     if settings.target in MARKETPLACE_TARGETS:
@@ -398,10 +400,14 @@ def ozon_target(
     *,
     engine: Engine | None = None,
     clock: Clock | None = None,
+    channel_id: int | None = None,
 ) -> OzonTarget:
     """Contract 14's ``ozon``: with a database, the channel's known and delivered prices, 1C's
     articles and the sends of the last hour are read from it (``exchange check`` and the tests
-    go without). ``clock``: the worker's, for the hourly limit (a test's fake one)."""
+    go without). ``clock``: the worker's, for the hourly limit (a test's fake one).
+    ``channel_id``: the channel row the worker serves, fixed at its start: its rows, never a
+    channel added again under its name after a drop while this worker runs (review ozon 35:
+    the name then named the new row, and a lost send was written on none)."""
     from exchange.db.articles import DbArticles
     from exchange.db.known_prices import DbKnownPrices
     from exchange.db.sent_times import DbSentTimes
@@ -420,9 +426,9 @@ def ozon_target(
             "the ozon target needs ozon_api_key_file (EXCHANGE_OZON_API_KEY_FILE): a file "
             "holding the Seller API key"
         )
-    # EXCHANGE_CHANNELS's channel by name; the one channel of the one-target settings: None
-    # (every channel's, which is that one's).
-    channel = settings._channel_name
+    # The worker's channel row; else EXCHANGE_CHANNELS's channel by name; the one channel of
+    # the one-target settings: None (every channel's, which is that one's).
+    channel: int | str | None = channel_id if channel_id is not None else settings._channel_name
     known: KnownPrices = (
         DbKnownPrices(engine, channel, in_flight=False, in_doubt=True, replaced=True)
         if engine is not None
@@ -496,7 +502,14 @@ def worker(
         Channel(
             found.name if found.explicit else None,
             found.settings,
-            target(found.settings, transport, engine=engine, clock=clock, channel=found.name),
+            target(
+                found.settings,
+                transport,
+                engine=engine,
+                clock=clock,
+                channel=found.name,
+                channel_id=channel_id,
+            ),
             channel_id,
         )
         for found, channel_id in zip(chosen, registered_ids(engine, chosen), strict=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated
 
 import typer
@@ -266,9 +267,15 @@ def channels_drop(
         out.print(again.format(name=channel), markup=False, highlight=False)
     if dropped.in_flight:
         left = ngettext(
-            "{count} delivery in flight is left to its worker, which records how it ended",
-            "{count} deliveries in flight are left to their workers, which record how they ended",
+            "{count} delivery in flight is left to its worker, which records how it ended; "
+            "if that worker is gone, it ends when its lease runs out (in about {seconds} s)",
+            "{count} deliveries in flight are left to their workers, which record how they "
+            "ended; if a worker is gone, its delivery ends when its lease runs out (at the "
+            "latest in about {seconds} s)",
             dropped.in_flight,
             lang,
         )
-        out.print(left.format(count=dropped.in_flight), markup=False, highlight=False)
+        seconds = math.ceil(dropped.lease_left)
+        out.print(
+            left.format(count=dropped.in_flight, seconds=seconds), markup=False, highlight=False
+        )

@@ -463,15 +463,19 @@ def _waits(said: str, lang: Lang) -> str:
 
 
 def _one_per_message(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``find``'s rows, one per message (its first channel's): a message delivered on two
-    channels is one message to choose, not two."""
-    seen: set[str] = set()
-    kept = []
+    """``find``'s rows, one per message (its first live channel's, as ``find`` says its
+    state: ``by_message``; a dropped channel's only when no live one has it): a message
+    delivered on two channels is one message to choose, not two. Review rev35ow: after a drop
+    and re-add the list said the dropped channel's «cancelled» where ``find`` said the live
+    channel's state."""
+    kept: dict[str, dict[str, Any]] = {}
     for row in found:
-        if row["message_id"] not in seen:
-            seen.add(row["message_id"])
-            kept.append(row)
-    return kept
+        was = kept.get(row["message_id"])
+        if was is None or (
+            was.get("channel_removed_at") and row["channel"] and not row.get("channel_removed_at")
+        ):
+            kept[row["message_id"]] = row
+    return list(kept.values())
 
 
 def _delivery_line(

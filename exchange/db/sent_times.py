@@ -71,7 +71,8 @@ from sqlalchemy import (
 
 from exchange.db.engine import is_postgres, transaction
 from exchange.db.on_channels import Channel, account_ids, channel_ids, on
-from exchange.db.schema import aggregates, cml_catalog, deliveries, messages
+from exchange.db.schema import aggregates, channels, cml_catalog, deliveries, messages
+from exchange.domain.reasons import Reason
 from exchange.domain.search_key import search_key
 from exchange.domain.states import State
 
@@ -124,6 +125,7 @@ class DbSentTimes:
         prefixes: Iterable[str] = (),
         *,
         by_article: bool = False,
+        priced: Mapping[str, str] | None = None,
     ) -> tuple[dict[str, list[float]], dict[str, str]]:
         """Ozon's hour across workers (contract 14, research §1.3): for each SKU of ``items``
         (SKU -> the messages its item carries), one at a time across workers (SQLite: the
@@ -137,7 +139,9 @@ class DbSentTimes:
         SKU whose offer another SKU was already sent to (``taken``: a receipt beginning with
         one of ``prefixes``, delivered, withheld) is not marked. Returns the SKUs that may not
         go: those whose hour is full, with the times of their sends (epoch seconds), and those
-        whose offer another SKU was sent to first, with that SKU; the others are marked."""
+        whose offer another SKU was sent to first, with that SKU; the others are marked.
+        ``priced`` (SKU -> ``late.pairs``): each SKU's mark is ``mark:pairs``, the prices the
+        send sets, read by ``lost_since`` while the send is never answered."""
         full: dict[str, list[float]] = {}
         lost: dict[str, str] = {}
         d = deliveries.c
@@ -151,7 +155,8 @@ class DbSentTimes:
                 # The products' hours and their goods, in one statement: one order for every
                 # worker (``sending_first`` and ``put_first`` take goods' keys alone).
                 keys = {HOUR_LOCK | zlib.crc32(sku.encode()) for sku in wanted}
-                _lock_all(connection, keys | _good_keys(str(self.channel), offers.values()))
+                named_as = _lock_name(connection, self.channel)
+                _lock_all(connection, keys | _good_keys(named_as, offers.values()))
             if offers:
                 pairs = {(offer, sku) for sku, offer in offers.items()}
                 held = taken(connection, ids, pairs, list(prefixes), by_article)
@@ -162,6 +167,7 @@ class DbSentTimes:
                 connection, hour_ids, [s for s in wanted if s not in lost], moment, prefix
             )
             going: list[str] = []
+            sku_of = {m: sku for sku in wanted for m in items[sku]}
             for sku in wanted:
                 if sku in lost:
                     continue
@@ -176,7 +182,7 @@ class DbSentTimes:
                 # Not over a delivery another worker recorded delivered meanwhile (a lease
                 # that ran out): that send counts already, and its receipt is Ozon's answer.
                 found = connection.execute(
-                    select(d.message_pk, d.channel_id, d.receipt)
+                    select(d.message_pk, d.channel_id, d.receipt, messages.c.message_id)
                     .select_from(deliveries.join(messages, messages.c.id == d.message_pk))
                     .where(
                         messages.c.message_id.in_(going[start : start + CHUNK]),
@@ -184,15 +190,16 @@ class DbSentTimes:
                         d.state != State.DELIVERED.value,
                     )
                 )
-                for message_pk, channel_id, before in found:
+                for message_pk, channel_id, before, message_id in found:
                     # An earlier attempt's mark within the hour stays beside this one: its
                     # answer never came, and Ozon may have counted it too.
                     kept = [m for m in _marks(before, prefix) if _mark_at(m, prefix) >= since]
+                    sets = (priced or {}).get(sku_of.get(str(message_id), ""))
                     rows.append(
                         {
                             "marked_pk": message_pk,
                             "marked_channel": channel_id,
-                            "marked": " ".join([mark, *kept]),
+                            "marked": " ".join([f"{mark}:{sets}" if sets else mark, *kept]),
                         }
                     )
             if rows:
@@ -239,19 +246,57 @@ class DbSentTimes:
                 )
 
     def lost_since(
-        self, skus: Iterable[str], moment: datetime, prefix: str
+        self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
     ) -> dict[str, list[str]]:
         """For each of ``skus``, the receipts of its deliveries on the account's channels
         (``account_ids``: a lost send of a channel dropped since may still land over the price
         of the one added again under its name) recorded since ``moment`` (any state: a lost
         send's delivery superseded or cancelled since still names it) that hold a word
-        beginning with ``prefix`` after the first (``lost``)."""
-        return self._receipts(
+        beginning with ``prefix`` after the first (``lost``).
+
+        With ``marked`` (the send's mark, ``reserve``'s ``prefix``): and, as a ``prefix`` word
+        of the mark's time and prices (``mark:pairs``), each send marked on a dropped channel
+        of the account and never answered: in flight (its worker may still be waiting for
+        Ozon, or died), handed back for a retry the drop forbids, or cancelled by the drop
+        (``channel-removed``), with its mark still first. Ozon may apply it over the price of
+        the channel added again under its name (review ozon 35: the new worker sent 1200
+        while the old one's 1100 was held, and 1100 landed last); ``settle`` takes the prices
+        off the mark once it is over."""
+        found = self._receipts(
             skus,
             moment,
             deliveries.c.receipt.contains(" " + prefix, autoescape=True),
             account=True,
         )
+        if marked is None:
+            return found
+        wanted = sorted(set(skus))
+        d = deliveries.c
+        unanswered = or_(
+            d.state.in_((State.IN_PROGRESS.value, State.DELAYED.value)),
+            and_(d.state == State.CANCELLED.value, d.reason == Reason.CHANNEL_REMOVED.value),
+        )
+        with self.engine.connect() as connection:
+            own = set(channel_ids(connection, self.channel))
+            others = [i for i in account_ids(connection, self.channel) if i not in own]
+            if not others:
+                return found
+            for start in range(0, len(wanted), CHUNK):
+                rows = connection.execute(
+                    select(aggregates.c.sku, d.receipt)
+                    .select_from(deliveries.join(aggregates, aggregates.c.id == d.aggregate_id))
+                    .where(
+                        on(d.channel_id, others),
+                        unanswered,
+                        d.receipt.startswith(marked, autoescape=True),
+                        aggregates.c.sku.in_(wanted[start : start + CHUNK]),
+                    )
+                )
+                for sku, receipt in rows:
+                    word = _unanswered(str(receipt).split()[0], marked, prefix)
+                    if word is not None:
+                        found.setdefault(str(sku), []).append(word)
+        return found
 
     def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
         """The lost sends ``words`` (``lost``'s) landed, or their wait is over: each taken out
@@ -278,6 +323,7 @@ class DbSentTimes:
                         )
                         .values(receipt=func.replace(d.receipt, " " + word, ""))
                     )
+                    _unprice(connection, ids, of_skus, word)
 
     def receipts_since(
         self, skus: Iterable[str], moment: datetime, prefix: str
@@ -425,7 +471,9 @@ class DbSentTimes:
         with transaction(self.engine) as connection:
             ids = channel_ids(connection, self.channel)
             wanted = {goods[m] for m in receipts if m in goods}
-            lock_goods(connection, str(self.channel), {offer for offer, _ in wanted})
+            lock_goods(
+                connection, _lock_name(connection, self.channel), {offer for offer, _ in wanted}
+            )
             held = taken(connection, ids, wanted, list(prefixes), by_article)
             refused = {m: held[goods[m]] for m in receipts if m in goods and goods[m] in held}
             rows = [
@@ -468,6 +516,45 @@ class DbSentTimes:
         return {name: _rank(held) for name, held in found.items()}
 
 
+def _unanswered(mark: str, marked: str, prefix: str) -> str | None:
+    """A send's mark with its prices (``marked<time>:<nonce>:<pairs>``, ``reserve``) as a lost
+    send's word (``prefix<time>:<pairs>``); None: a mark without prices."""
+    at, _, rest = mark[len(marked) :].partition(":")
+    _nonce, _, sets = rest.partition(":")
+    return f"{prefix}{at}:{sets}" if sets else None
+
+
+def _unprice(connection: Connection, ids: Sequence[int], of_skus: Any, word: str) -> None:
+    """The lost send ``word`` (``prefix<time>:<pairs>``) is over: the marks of that time and
+    prices (``mark:pairs``) lose their prices, so that ``lost_since`` reads them no more."""
+    _prefix, _, rest = word.partition(":")
+    at, _, sets = rest.partition(":")
+    if not at or not sets:
+        return
+    d = deliveries.c
+    rows = connection.execute(
+        select(d.message_pk, d.channel_id, d.receipt).where(
+            d.aggregate_id.in_(of_skus),
+            on(d.channel_id, ids),
+            d.receipt.contains(f":{at}:", autoescape=True),
+            d.receipt.contains(f":{sets}", autoescape=True),
+        )
+    ).all()
+    for message_pk, channel_id, receipt in rows:
+        parts = []
+        for part in str(receipt).split(" "):
+            head, _, tail = part.rpartition(":")
+            fields = head.split(":")
+            if tail == sets and len(fields) == 3 and fields[1] == at:
+                part = head
+            parts.append(part)
+        connection.execute(
+            update(deliveries)
+            .where(d.message_pk == message_pk, d.channel_id == channel_id)
+            .values(receipt=" ".join(parts))
+        )
+
+
 def lock_goods(connection: Connection, channel: str, offers: Iterable[str]) -> None:
     """One worker at a time per marketplace good (``offers`` of ``channel``) until the
     transaction ends: PostgreSQL's advisory locks, every key in one statement, in the keys'
@@ -476,6 +563,16 @@ def lock_goods(connection: Connection, channel: str, offers: Iterable[str]) -> N
     if not is_postgres(connection):
         return
     _lock_all(connection, _good_keys(channel, offers))
+
+
+def _lock_name(connection: Connection, channel: Channel) -> str:
+    """The name a channel's goods are locked under (``lock_goods``): its name, also when the
+    port was given its row's id (the Ozon target's worker), so that every process sending to
+    the channel takes one lock per good."""
+    if isinstance(channel, int) and not isinstance(channel, bool):
+        found = connection.execute(select(channels.c.name).where(channels.c.id == channel))
+        return str(found.scalar_one_or_none() or channel)
+    return str(channel)
 
 
 def _good_keys(channel: str, offers: Iterable[str]) -> set[int]:

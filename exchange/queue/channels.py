@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -330,6 +330,9 @@ class Dropped:
     channel: str
     cancelled: int
     in_flight: int
+    # Seconds until the last lease of those in flight runs out: a dead worker's delivery is
+    # cancelled then (``close_dropped``), never left waiting.
+    lease_left: float = 0.0
 
 
 def _cancel_waiting(
@@ -419,8 +422,12 @@ def drop(connection: Connection, name: str, *, operator: str, note: str, now: da
         operator=operator,
         note=note,
     )
-    in_flight = connection.execute(
-        select(func.count()).select_from(deliveries).where(mine, in_progress)
-    ).scalar_one()
+    in_flight, until = connection.execute(
+        select(func.count(), func.max(deliveries.c.locked_until)).where(mine, in_progress)
+    ).one()
     connection.execute(update(channels).where(channels.c.id == channel.id).values(dropped_at=now))
-    return Dropped(name, cancelled, int(in_flight))
+    left = 0.0
+    if until is not None:
+        ends = until if until.tzinfo is not None else until.replace(tzinfo=UTC)
+        left = max((ends - now).total_seconds(), 0.0)
+    return Dropped(name, cancelled, int(in_flight), left)

@@ -66,6 +66,7 @@ from exchange.db.schema import (
     UTCDateTime,
     aggregates,
     channel_aggregates,
+    channels,
     deliveries,
     messages,
 )
@@ -356,6 +357,11 @@ def claim(
     channel = one_channel(connection) if channel_id is None else channel_id
     token = new_token()
     until = now + timedelta(seconds=lease_seconds)
+    if channel_id is not None and _dropped(connection, channel):
+        # A channel dropped while its worker runs takes no new send (contract 13: its waiting
+        # deliveries are cancelled; an attempt in flight then, handed back, is the sweeper's
+        # to cancel): review ozon 35 saw the old worker send a price again on it.
+        return Batch(token, until, [])
     postgres = is_postgres(connection)
     sql = _claim_sql(postgres, kinds, bool(exclude), one_per_sku)
     if one_per_sku and postgres:
@@ -466,6 +472,14 @@ def claim(
     apply(connection, changes, now)
     takeovers = sum(1 for change in changes if change.event is Event.TAKEN_OVER)
     return Batch(token, until, leased, takeovers)
+
+
+def _dropped(connection: Connection, channel: int) -> bool:
+    """Whether the channel ``channel`` was dropped (``channels drop``)."""
+    found = connection.execute(
+        select(channels.c.dropped_at).where(channels.c.id == channel)
+    ).scalar_one_or_none()
+    return found is not None
 
 
 def renew(connection: Connection, token: str, until: datetime) -> int:

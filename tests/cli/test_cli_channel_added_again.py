@@ -6,7 +6,7 @@ holds the price delayed."""
 
 from __future__ import annotations
 
-from clitools import Cli, Scenario, describe, run_json
+from clitools import Cli, Scenario, describe, message_id, run_json
 from sqlalchemy import Engine, insert, select, update
 
 from exchange.db.engine import transaction
@@ -79,3 +79,15 @@ def test_find_and_history_say_the_live_channels_state_and_name_the_removed_one(
     story = cli("history", scenario.sku2, db=db_url)
     assert "channel api (removed " in story.stdout, describe(story)
     assert "channel api: delayed" in story.stdout, describe(story)
+
+
+def test_history_of_several_messages_lists_each_with_the_live_channels_state(
+    cli: Cli, db_url: str, engine: Engine, scenario: Scenario
+) -> None:
+    """Review rev35ow (words): ``history SKU`` matching several messages lists them with the
+    state ``find`` says, the live channel's, never the dropped channel's «cancelled»."""
+    _drop_and_add_again(engine, message_id("price", "SKU-1", 2))
+    listed = cli("history", "SKU-1", db=db_url)
+    assert listed.returncode != 0, describe(listed)  # two messages: give one of the ids
+    (line,) = [row for row in listed.stdout.splitlines() if "price SKU-1 v2" in row]
+    assert line.split()[0] == "delayed", listed.stdout

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import signal
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from clitools import FAST_ENV, TOKEN, Cli, assert_one_line_error, describe, until_stopped
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 
 from exchange.db.engine import transaction
 from exchange.db.schema import channels, deliveries, history
@@ -314,3 +315,27 @@ def test_list_counts_a_wait_for_the_marketplace_apart_from_a_retry(
     russian = cli("channels", "list", db=db_url, env={"EXCHANGE_LANG": "ru"})
     assert "ждёт площадку 2" in russian.stdout, describe(russian)
     assert "отложено (повтор) 1" in russian.stdout, describe(russian)
+
+
+def test_drop_with_a_delivery_in_flight_says_when_its_lease_ends_if_its_worker_is_gone(
+    cli: Cli, db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Promise (review rev35ow words): the delivery left in flight is its worker's to record,
+    or, that worker gone (killed), it ends when its lease runs out: the line says in how long,
+    never that a dead worker will record it."""
+    taken(engine, 1)
+    assert cli("channels", "seed", "shop", db=db_url, env=with_shop(tmp_path)).returncode == 0
+    with transaction(engine) as c:
+        shop = c.execute(select(channels.c.id).where(channels.c.name == "shop")).scalar_one()
+        until = SystemClock().now() + timedelta(seconds=120)
+        c.execute(
+            update(deliveries)
+            .where(deliveries.c.channel_id == shop)
+            .values(state="in_progress", locked_by="w1", locked_until=until, lease_token="t")
+        )
+    result = cli("channels", "drop", "shop", "--note", "shop closed", db=db_url)
+    assert result.returncode == 0, describe(result)
+    said = next(line for line in result.stdout.splitlines() if "in flight" in line)
+    assert "if that worker is gone, it ends when its lease runs out (in about" in said, said
+    seconds = int(said.rsplit("in about ", 1)[1].split(" ", 1)[0])
+    assert 100 <= seconds <= 120, said

@@ -39,6 +39,7 @@ from exchange.intake import staging_table as intake
 from exchange.ops.channels import list_channels
 from exchange.queue import channels as channel_ops
 from exchange.queue.channels import Seeded
+from exchange.queue.lease import claim
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
 # with its delivery and cursor on the one channel instead.
@@ -539,3 +540,42 @@ def test_a_delivery_handed_back_on_a_dropped_channel_is_cancelled_by_the_next_sw
         ).scalar_one()
     assert tuple(ended) == ("cancelled", "channel-removed")
     assert api == "new", "the other channel's delivery is not touched"
+
+
+def test_a_dropped_channels_worker_claims_nothing_there_before_the_sweep(
+    engine: Engine, clock: FakeClock
+) -> None:
+    """A worker started before its channel was dropped serves that channel's row: a delivery
+    handed back there for a retry (its send's answer lost) is never claimed and sent again
+    (review ozon 35: the old worker sent 1100 again on the dropped channel 6 s after the drop,
+    before the sweep cancelled it); only the sweep ends it."""
+    take(engine, clock, [price_row("S1", 1)])
+    register(engine, [SHOP], clock.now())
+    channel_ops.seed(engine, "shop", POLICIES, now=clock.now())
+    shop = channel_id(engine, "shop")
+    on_shop = deliveries.c.channel_id == shop
+    with transaction(engine) as c:
+        c.execute(
+            update(deliveries)
+            .where(on_shop)
+            .values(state="in_progress", locked_by="w1", locked_until=clock.now(), attempts=1)
+        )
+        channel_ops.drop(c, "shop", operator="anna", note="shop closed", now=clock.now())
+        # the worker records its timeout: due again at once
+        c.execute(
+            update(deliveries)
+            .where(on_shop)
+            .values(state="delayed", locked_by=None, locked_until=None, next_try_at=None)
+        )
+    with transaction(engine) as c:
+        batch = claim(
+            c,
+            worker="w1",
+            now=clock.now() + timedelta(seconds=60),
+            limit=10,
+            lease_seconds=30,
+            kinds=POLICIES,
+            max_attempts=10,
+            channel_id=shop,
+        )
+    assert batch.messages == []

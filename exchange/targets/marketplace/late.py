@@ -44,8 +44,12 @@ class LostSend:
 def token(prefix: str, lost: LostSend) -> str:
     """The lost send as one word of a delivery's receipt (no spaces): ``prefix``, its time,
     then ``field=amount`` pairs (``ozon-lost:1700000000.000:price=1100,old_price=0``)."""
-    pairs = ",".join(f"{field}={text(amount)}" for field, amount in sorted(lost.prices.items()))
-    return f"{prefix}{lost.at:.3f}:{pairs}"
+    return f"{prefix}{lost.at:.3f}:{pairs(lost.prices)}"
+
+
+def pairs(prices: Mapping[str, Decimal]) -> str:
+    """Prices as ``token`` writes them (no spaces): ``price=1100,old_price=0``."""
+    return ",".join(f"{field}={text(amount)}" for field, amount in sorted(prices.items()))
 
 
 def read_token(prefix: str, word: str) -> LostSend | None:

@@ -85,6 +85,7 @@ class SentTimes(Protocol):
         prefixes: Iterable[str] = (),
         *,
         by_article: bool = False,
+        priced: Mapping[str, str] | None = None,
     ) -> tuple[dict[str, list[float]], dict[str, str]]:
         """Before a request leaves: for each SKU of ``items`` (SKU -> its item's messages),
         one worker at a time, its sends since ``moment`` counted (accepted ones and the ones
@@ -93,7 +94,9 @@ class SentTimes(Protocol):
         too (``marketplace.holders``): a SKU whose offer another SKU was already sent to
         (a receipt beginning with one of ``prefixes``, delivered, withheld) is not marked.
         The SKUs that may not go: those whose hour is full, with the times of their sends;
-        those whose offer another SKU keeps, with that SKU."""
+        those whose offer another SKU keeps, with that SKU. ``priced`` (SKU -> the prices
+        it sets, ``late.pairs``): written after the SKU's mark (``mark:pairs``), what a send
+        never answered may still set (``lost_since``)."""
         ...
 
     def unmark(self, receipts: Mapping[str, str | None], mark: str) -> None:
@@ -107,10 +110,12 @@ class SentTimes(Protocol):
         ...
 
     def lost_since(
-        self, skus: Iterable[str], moment: datetime, prefix: str
+        self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
     ) -> dict[str, list[str]]:
         """For each of ``skus``, the receipts holding a word beginning with ``prefix`` (after
-        the first) of its deliveries recorded since ``moment``, whatever their state."""
+        the first) of its deliveries recorded since ``moment``, whatever their state; with
+        ``marked`` (the sends' mark, ``SENDING``), and a ``prefix`` word for each send marked
+        on a dropped channel of the account and never answered (review ozon 35)."""
         ...
 
     def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
@@ -139,6 +144,7 @@ class _NoneSent:
         prefixes: Iterable[str] = (),
         *,
         by_article: bool = False,
+        priced: Mapping[str, str] | None = None,
     ) -> tuple[dict[str, list[float]], dict[str, str]]:
         return {}, {}
 
@@ -149,7 +155,7 @@ class _NoneSent:
         return None
 
     def lost_since(
-        self, skus: Iterable[str], moment: datetime, prefix: str
+        self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
     ) -> dict[str, list[str]]:
         return {}
 

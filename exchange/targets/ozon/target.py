@@ -677,6 +677,7 @@ class OzonTarget:
                 goods,
                 self.one_sku.prefixes,
                 by_article=by_article,
+                priced={item.sku: late.pairs(_sets(item)) for item in items},
             )
         except Exception as exc:  # the service's database
             failed = Classification(
@@ -718,8 +719,7 @@ class OzonTarget:
         for them (``_late``). ``marks``: the sends' marks, where the answer has taken them
         already (a 5xx). Best effort: unwritten, this process's memory keeps them."""
         for item in items:
-            prices = {f: item.prices[f] for f in item.new if f in item.prices} or item.prices
-            word = late.token(LOST, late.LostSend(at, dict(prices)))
+            word = late.token(LOST, late.LostSend(at, _sets(item)))
             mark = (self._marks if marks is None else marks).get(item.sku)
             if self.sent is NO_SENT_TIMES or mark is None:
                 self._lost_here[item.sku] = word
@@ -821,7 +821,7 @@ class OzonTarget:
         if self.sent is not NO_SENT_TIMES:
             try:
                 receipts = await asyncio.to_thread(
-                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST
+                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST, SENDING
                 )
             except Exception:  # the service's database: this process's memory only
                 receipts = {}
@@ -1307,3 +1307,9 @@ def _money(entry: dict[str, Any], field: str) -> Decimal | None:
     except InvalidOperation:
         return None
     return None if amount == 0 else amount
+
+
+def _sets(item: Item) -> dict[str, Decimal]:
+    """The prices a send of ``item`` sets that Ozon may still apply if its answer is lost:
+    the fields its messages set (all it carries when none is new)."""
+    return dict({f: item.prices[f] for f in item.new if f in item.prices} or item.prices)
