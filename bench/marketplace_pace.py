@@ -186,6 +186,7 @@ class Recorder:
             "refused": len(refused),
             "refused_share": round(len(refused) / len(answers), 4) if answers else None,
             "refused_by_status": _by_status(refused),
+            "requests_by_path": _by_path(answers),
             "accepted_prices": sum(a.prices for a in accepted),
         }
         if len(accepted) < 2:
@@ -210,6 +211,14 @@ class Recorder:
 
 def _circle(answer: Answered) -> bool:
     return answer.status == 503 and answer.price_request  # Ozon's "Circle is open" (§1.3)
+
+
+def _by_path(answers: list[Answered]) -> dict[str, int]:
+    """How many requests each path took (polls, lines, catalogue reads beside the uploads)."""
+    found: dict[str, int] = {}
+    for a in answers:
+        found[a.path] = found.get(a.path, 0) + 1
+    return found
 
 
 def _by_status(answers: list[Answered]) -> dict[str, int]:
@@ -535,8 +544,22 @@ def reload_run(
         "refused": (row.get("refused_share") or 0) <= REFUSED_GOAL,
         "quarantined": row["quarantined"] == 0,
     }
+    # ``ok``: the run's checks (every price delivered, none quarantined); ``goals_met``: issue
+    # 32 item 6's goals too, so that a pace below them is seen in the table and the exit code.
     row["ok"] = all(checks.values())
+    row["goals_met"] = all(row["meets"].values())
     return row
+
+
+def missed(row: dict[str, Any]) -> list[str]:
+    """The goals a row misses, each with its figure and the goal (``meets``)."""
+    said = {
+        "windows": f"windows {row.get('windows')} < {WINDOWS_GOAL}",
+        "ratio": f"ratio {row.get('ratio')} < {RATIO_GOAL}",
+        "refused": f"refused {row.get('refused_share')} > {REFUSED_GOAL}",
+        "quarantined": f"quarantined {row.get('quarantined')}",
+    }
+    return [said.get(name, name) for name, met in row.get("meets", {}).items() if not met]
 
 
 def _limit_words(marketplace: str, sh: Shape) -> str:
@@ -731,7 +754,8 @@ def measure(
                 log(
                     f"marketplace-pace: {marketplace} {kind}: ratio {row.get('ratio')}, "
                     f"windows {row.get('windows')}, refused {row.get('refused_share')}, "
-                    f"ok={row['ok']} (load {row['load_before']})"
+                    f"ok={row['ok']}, goals missed {missed(row) or 'none'} "
+                    f"(load {row['load_before']})"
                 )
             if limit_run and "ozon" in marketplaces:
                 log(f"marketplace-pace: Ozon's hour on {kind}")
@@ -750,8 +774,8 @@ def table(found: dict[str, Any]) -> str:
     lines = [
         "| marketplace | database | limit | batch | windows | allowed prices/s "
         "| accepted prices/s | ratio | requests | refused | price requests' share "
-        "| longest gap (windows) | quarantined | load before | ok |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| longest gap (windows) | quarantined | load before | ok | goals met |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for row in found["rows"]:
         refused = row.get("refused_share")
@@ -763,7 +787,8 @@ def table(found: dict[str, Any]) -> str:
             f"{row.get('price_share_in_send_phase', '—')} | "
             f"{row.get('longest_gap_windows', '—')} | "
             f"{row['quarantined']} | {' '.join(f'{x:.2f}' for x in row['load_before'])} | "
-            f"{'yes' if row['ok'] else 'NO'} |"
+            f"{'yes' if row['ok'] else 'NO'} | "
+            f"{'NO: ' + ', '.join(missed(row)) if missed(row) else 'yes'} |"
         )
     for run in found["ozon_hour"]:
         lines.append("")
@@ -837,7 +862,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         write(found, args.out)
     print(table(found))
-    ok = all(r["ok"] for r in found["rows"]) and all(r["ok"] for r in found["ozon_hour"])
+    ok = all(r["ok"] and not missed(r) for r in found["rows"]) and all(
+        r["ok"] for r in found["ozon_hour"]
+    )
     return 0 if ok else 1
 
 

@@ -43,3 +43,41 @@ def test_a_tiny_run_delivers_everything_and_ozons_latest_prices_land(
     text = (out / "marketplaces.md").read_text(encoding="utf-8")
     assert "<!-- marketplace-pace:start -->" in text and "| wildberries |" in text
     assert "Ozon's hour" in text and (out / "marketplace-pace.json").exists()
+
+
+def _row(ratio: float) -> dict[str, object]:
+    meets = {"windows": True, "ratio": ratio >= marketplace_pace.RATIO_GOAL, "refused": True}
+    return {
+        "marketplace": "wildberries",
+        "database": "sqlite",
+        "limit": "10 requests / 6 sim s",
+        "batch_size": 1000,
+        "windows": 31.0,
+        "allowed_rate": 333.33,
+        "accepted_rate": round(333.33 * ratio, 2),
+        "ratio": ratio,
+        "requests": 756,
+        "refused": 0,
+        "refused_share": 0.0,
+        "quarantined": 0,
+        "load_before": [2.0, 2.0, 2.0],
+        "ok": True,
+        "meets": {**meets, "quarantined": True},
+    }
+
+
+@pytest.mark.parametrize(("ratio", "code"), [(0.83, 1), (0.95, 0)])
+def test_a_pace_below_its_goal_says_no_in_the_table_and_fails_the_exit_code(
+    ratio: float, code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every price delivered (``ok``) at 0.83 of the allowed rate is still a missed goal
+    (issue 32 item 6: ≥ 0.85): the table's «goals met» says NO with the ratio and the goal,
+    and the exit code is 1, so a regression is seen (it read «yes» and exited 0)."""
+    found = {"prices": 5000, "rows": [_row(ratio)], "ozon_hour": [], "goals": {}, "command": ""}
+    monkeypatch.setattr(marketplace_pace, "measure", lambda *a, **k: found)
+
+    assert code == marketplace_pace.main(["--only", "wildberries", "--no-limit-run"])
+
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| wildberries")]
+    said = line.rstrip(" |").rsplit("|", 1)[1].strip()
+    assert said == ("NO: ratio 0.83 < 0.85" if code else "yes"), line

@@ -1642,6 +1642,39 @@ def test_a_poll_begun_within_a_send_never_waits_its_share_past_the_sends_wait() 
     assert took < 1.0, took
 
 
+def test_a_tasks_lines_never_hold_the_sends_uploads_for_a_share_token() -> None:
+    """Issue 32 item 6: every processed task's lines are read after its status (review wbstall
+    finding 3), within the send whose uploads wait behind them. While uploads are pressed the
+    lines' request (``take_poll(rest=True)``) goes on the shared bucket in its turn, never
+    waiting for the polls' share's next token (1.2 s at the bench's scaled rate: the
+    uploads' gaps of 3 windows, 0.77-0.83 of the allowed rate); the share's token is owed,
+    so the next poll waits for two (the share's rate kept). A fake clock."""
+    clock = {"now": 0.0}
+
+    async def sleep(seconds: float) -> None:
+        clock["now"] += seconds
+
+    # WB's limit at the bench's clock ×10: 10 requests / 0.6 s, the share's token every 1.2 s.
+    budget = Budget(requests=10, period=0.6, burst=5, monotonic=lambda: clock["now"], sleep=sleep)
+
+    async def scenario() -> tuple[bool, bool, float, float]:
+        await budget.take("upload")
+        await budget.take("upload")  # waited for its token: uploads are pressed
+        status = await budget.take_poll(most=LONGEST_WAIT)  # the share's token
+        asked = clock["now"]
+        lines = await budget.take_poll(wait=True, most=LONGEST_WAIT, rest=True)
+        took = clock["now"] - asked
+        await budget.take("upload")  # still pressed
+        return status, lines, took, budget.poll_wait()
+
+    status, lines, took, next_poll = asyncio.run(scenario())
+
+    assert (True, True) == (status, lines)
+    assert took < 0.1, took  # a token of the shared bucket at most (0.06 s), not 1.2 s
+    assert next_poll > 1.2, next_poll  # the share's token owed: the next poll waits for two
+    assert {"upload": 3, "poll": 2, "read": 0} == budget.taken
+
+
 def test_polling_never_starves_uploads(sim: WbSimulator) -> None:
     """Many tasks pending and polled each send: the uploads keep at least half the account's
     rate (the polls keep 5 % of it while uploads are pressed), and nothing is refused."""

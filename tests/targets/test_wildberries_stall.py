@@ -29,12 +29,14 @@ class OnePoll(Budget):
         super().__init__(period=1.0, requests=1000, burst=100)
         self.begun = 0
 
-    async def take_poll(self, *, wait: bool = False, most: float | None = None) -> bool:
+    async def take_poll(
+        self, *, wait: bool = False, most: float | None = None, rest: bool = False
+    ) -> bool:
         if not wait:
             self.begun += 1
             if self.begun > 1:
                 return False
-        return await super().take_poll(wait=wait, most=most)
+        return await super().take_poll(wait=wait, most=most, rest=rest)
 
 
 def test_a_newer_price_goes_at_once_once_any_poll_found_its_goods_task_ended(

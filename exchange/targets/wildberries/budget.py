@@ -220,7 +220,9 @@ class Budget:
         now = self._now() if now is None else now
         return self._uploads_waiting > 0 or now - self._pressed_at < self.period
 
-    async def take_poll(self, *, wait: bool = False, most: float | None = None) -> bool:
+    async def take_poll(
+        self, *, wait: bool = False, most: float | None = None, rest: bool = False
+    ) -> bool:
         """A token for a poll. While uploads are not pressed, a token the shared bucket holds
         now; while they are, a token they leave (the shared bucket is full and no upload
         waits) or one of the poll share's (then waiting its turn for the shared bucket behind
@@ -229,7 +231,13 @@ class Budget:
         token instead while they are, so that a poll once begun ends (the share's rate is kept
         all the same). ``most``: seconds such a poll waits at most from now (the turn behind
         other waiters included): when a 429's bar would hold it longer, False at once, nothing
-        taken; when its share's token would, it goes on the shared bucket in its turn."""
+        taken; when its share's token would, it goes on the shared bucket in its turn.
+        ``rest``: the lines of a task whose status this poll read (``history/goods/task``): the
+        share's token is taken now, owed when the share has none (the next poll waits for it),
+        and the request goes on the shared bucket in its turn, so that a send's uploads never
+        wait behind a poll's second request for a token of the share (issue 32 item 6: every
+        processed task's lines are read since review wbstall, and each waited 12 s of WB's
+        rate, the uploads of the send behind it)."""
         deadline = None if most is None else self._now() + most
 
         def too_long(now: float, pause: float) -> bool:
@@ -244,7 +252,7 @@ class Budget:
             if too_long(now, self.barred_until - now):
                 return False
             share = True  # the poll spends its share's token (while uploads are pressed)
-            while wait and self.uploads_going(now):
+            while wait and not rest and self.uploads_going(now):
                 pause = max(self.barred_until - now, self.polls.wait(now))
                 if pause <= 0 or self._spare(now):
                     break

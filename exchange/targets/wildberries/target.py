@@ -1751,7 +1751,7 @@ class WildberriesTarget:
         while True:
             # The task's status was read: finish it, unless a 429 bars the budget longer than
             # a send waits (put off: the poll is made again).
-            if not await self.budget.take_poll(wait=True, most=_PATIENCE.get()):
+            if not await self.budget.take_poll(wait=True, most=_PATIENCE.get(), rest=True):
                 return _LATER
             response = await self._call(
                 "GET",
