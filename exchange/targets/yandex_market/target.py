@@ -79,6 +79,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION, KnownPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
@@ -616,10 +617,26 @@ class YandexMarketTarget:
             )
         to_read: list[tuple[OutgoingMessage, _Accepted]] = []
         to_send: list[OutgoingMessage] = []
+        beside: list[KnownPrice] = []
+        along: list[list[tuple[OutgoingMessage, _Accepted | None]]] = []
         for group in groups.values():
             remembered = [self._remembered(m) for m in group]
+            pairs = list(zip(group, remembered, strict=True))
             if all(a is not None for a in remembered):
-                to_read += [(m, a) for m, a in zip(group, remembered, strict=True) if a]
+                to_read += [(m, a) for m, a in pairs if a]
+            elif any(remembered) and all(
+                a is not None or m.receipt == AWAITS_COMPANION for m, a in pairs
+            ):
+                # A price waiting for 1C's next package (``AWAITS_COMPANION``), taken along by
+                # the claim of an accepted update of its SKU that is due for its read-back: the
+                # accepted one is read back, never sent again (review rev35ym: 1100 went again
+                # about once a second for the 10 minutes its discountBase 1150 waited); the
+                # waiting one is judged beside it, as the known price of its type, and waits
+                # on (or goes, where the pair keeps the rule).
+                to_read += [(m, a) for m, a in pairs if a]
+                to_send += [m for m, a in pairs if a is None]
+                beside += [k for k in (self._as_known(m) for m, a in pairs if a) if k]
+                along.append(pairs)
             else:
                 to_send += group
         if to_send:
@@ -628,7 +645,7 @@ class YandexMarketTarget:
             built = await shared.gather(
                 to_send,
                 self.channel,
-                known=self.known,
+                known=_WithAccepted(self.known, beside) if beside else self.known,
                 articles=self.articles,
                 rule=_rule,
                 waiting=self.waiting,
@@ -636,6 +653,9 @@ class YandexMarketTarget:
                 most=self._wait(8),
             )
             answers_.update(built.answers)
+            again = self._without_replaced(along, answers_)
+            await self._said_shown(to_send, answers_)
+            to_read = [(m, a) for m, a in to_read if all(m not in i.carried for i in again)]
             # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
             # Yandex refuses the request as a duplicate (§3.6.7); each goes in its own wave.
             waves: list[list[_Item]] = []
@@ -643,7 +663,7 @@ class YandexMarketTarget:
                 (offer_id(item.offer_id) for item in built.items),
                 by_article=self.channel.sku_source == "article",
             )
-            for item in self._with_accepted_all(built.items, answers_, holders):
+            for item in self._with_accepted_all([*built.items, *again], answers_, holders):
                 wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
                 if wave is None:
                     waves.append([item])
@@ -658,6 +678,107 @@ class YandexMarketTarget:
             finally:
                 _PATIENCE.reset(patience)
         return [answers_[m.message_id] for m in messages]
+
+    async def _said_shown(
+        self, sent: Sequence[OutgoingMessage], answers_: dict[str, Classification]
+    ) -> None:
+        """A dependent price quarantined with nothing sent for its item is said with the
+        strikethrough price the known prices give as still shown (``shared.still_shown_words``);
+        one that went once more without it (``_without_replaced``) is not shown: read back, the
+        words say only what Yandex shows (unread: they stay)."""
+        marked: dict[str, list[tuple[str, str, str]]] = {}
+        for message in sent:
+            said = answers_.get(message.message_id)
+            price = self._read(message)
+            if said is None or said.verdict is not Verdict.TERMINAL:
+                continue
+            if isinstance(price, Classification) or price.mapped not in DEPENDENT:
+                continue
+            mark = f"; {self.channel.said} still shows {price.mapped} "
+            if mark in said.detail:
+                found = marked.setdefault(offer_id(price.sku), [])
+                found.append((message.message_id, price.mapped, mark))
+        if not marked:
+            return
+        patience = _PATIENCE.set(READ_PATIENCE)
+        try:
+            seen = await self._read_back(sorted(marked))
+        except Exception:  # unread (its budget, a failure): the words stay as they are
+            return
+        finally:
+            _PATIENCE.reset(patience)
+        for offer, found in marked.items():
+            read = seen.get(offer)
+            for message_id, mapped, mark in found:
+                if read is not None and read.found and not read.shown.get(mapped):
+                    said = answers_[message_id]
+                    answers_[message_id] = replace(said, detail=said.detail.split(mark)[0])
+
+    def _without_replaced(
+        self,
+        along: list[list[tuple[OutgoingMessage, _Accepted | None]]],
+        answers_: Mapping[str, Classification],
+    ) -> list[shared.Item]:
+        """The accepted updates that go once more without the dependent price 1C replaced: a
+        newer one of its type (``discountBase``), taken along waiting, still breaks Yandex's
+        rule beside them and waits on for 1C's next package (``AWAITING_1C``). The update
+        accepted before it came carries the one 1C replaced (1100 beside 1200 where 1C now
+        says 1150), a discount 1C no longer gives (docs/marketplaces.md: the old price 1C no
+        longer states is a false discount): it goes again, once, without it (Yandex: no
+        ``discountBase``, §3.6.2), as it would have gone had both come in one package (review
+        rev35ym, HARMFUL 2)."""
+        out: list[shared.Item] = []
+        for pairs in along:
+            waiting: dict[str, int] = {}
+            for message, accepted in pairs:
+                said = answers_.get(message.message_id)
+                if accepted is not None or said is None or said.error_class != AWAITING_1C:
+                    continue  # not a wait for 1C's next package: it broke no rule beside them
+                price = self._read(message)
+                if isinstance(price, Classification) or price.mapped not in DEPENDENT:
+                    continue
+                waiting[price.mapped] = max(waiting.get(price.mapped, 0), message.version)
+            for message, accepted in pairs:
+                if accepted is None or accepted.refused is not None:
+                    continue
+                replaced = {
+                    f: v
+                    for f, v in waiting.items()
+                    if accepted.fields.get(f) and accepted.versions.get(f, 0) < v
+                }
+                price = self._read(message)
+                if not replaced or isinstance(price, Classification):
+                    continue
+                prices = {f: a for f, a in accepted.fields.items() if f not in replaced}
+                out.append(
+                    shared.Item(
+                        price.sku,
+                        accepted.offer,
+                        prices,
+                        [message],
+                        {price.mapped},
+                        {**accepted.versions, **replaced},
+                        {message.message_id: price.mapped},
+                    )
+                )
+        return out
+
+    def _as_known(self, message: OutgoingMessage) -> KnownPrice | None:
+        """The price of an accepted ``message`` as a known price of its SKU (its delivery is
+        in flight in this batch, so the database's known prices leave it out)."""
+        price = read_price(
+            message,
+            target=self.channel.target,
+            mapping=self.channel.price_types,
+            setting=self.channel.setting,
+        )
+        if isinstance(price, Classification):
+            return None
+        try:
+            price_type = str(json.loads(message.payload).get("price_type", ""))
+        except (ValueError, AttributeError):
+            return None
+        return KnownPrice(price.sku, price_type, price.amount, price.currency, message.version)
 
     def _remembered(self, message: OutgoingMessage) -> _Accepted | None:
         """What Yandex accepted for ``message``: this worker's memory, else the delivery's
@@ -2177,6 +2298,18 @@ class _Rejected(Exception):
         super().__init__(f"{len(named)} offers refused")
         self.named = named
         self.rules = dict(rules or {})
+
+
+class _WithAccepted:
+    """``KnownPrices`` with the prices of accepted updates in flight in this batch (read back,
+    not sent): a price of their SKU built beside them is judged beside what Yandex took."""
+
+    def __init__(self, known: KnownPrices, accepted: Sequence[KnownPrice]) -> None:
+        self.known, self.accepted = known, list(accepted)
+
+    def latest(self, skus: Iterable[str]) -> list[KnownPrice]:
+        wanted = set(skus)
+        return [*self.known.latest(sorted(wanted)), *(k for k in self.accepted if k.sku in wanted)]
 
 
 def _sku(message: OutgoingMessage) -> str | None:
