@@ -2563,19 +2563,22 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
-        # targets/yandex_market/answers.py ``behind_words`` (review ym34)
-        r"Yandex Market holds value=(?P<v>\S+) for offer (?P<o>.+?) already, but its price "
-        r"quarantine still holds (?P<h>.+) for it: confirmed in the cabinet, it would replace "
+        # targets/yandex_market/answers.py ``behind_words`` (review ym34; of the last look
+        # since rev35ym: the words before it, kept in a delivery's history, read the same way)
+        r"(?:At the last look, )?Yandex Market h(?:olds|eld) value=(?P<v>\S+) for offer "
+        r"(?P<o>.+?) already, but its price quarantine still holds (?P<h>.+) for it: confirmed "
+        r"in the cabinet, it would replace "
         r"(?P=v)\. The seller should not confirm it but leave it, or set (?P=v) in the cabinet "
         r"\(a correct price releases the quarantine\); this price waits, uncharged, until the "
         r"quarantine no longer lists the offer, and is sent again over the held one should "
         r"that be confirmed",
         N_(
-            "Yandex Market holds value={v} for offer {o} already, but its price quarantine still "
-            "holds {h} for it: confirmed in the cabinet, it would replace {v}. The seller should "
-            "not confirm it but leave it, or set {v} in the cabinet (a correct price releases "
-            "the quarantine); this price waits, uncharged, until the quarantine no longer lists "
-            "the offer, and is sent again over the held one should that be confirmed"
+            "At the last look, Yandex Market held value={v} for offer {o} already, but its price "
+            "quarantine still holds {h} for it: confirmed in the cabinet, it would replace {v}. "
+            "The seller should not confirm it but leave it, or set {v} in the cabinet (a correct "
+            "price releases the quarantine); this price waits, uncharged, until the quarantine "
+            "no longer lists the offer, and is sent again over the held one should that be "
+            "confirmed"
         ),
     ),
     (

@@ -88,6 +88,11 @@ def not_found(said: str) -> bool:
     return said.startswith(NOT_FOUND)
 
 
+def already_set(said: str) -> bool:
+    """Whether Yandex's words for an offer say its price is set already (a repeat refused)."""
+    return _ALREADY.search(said) is not None
+
+
 def maybe_taken(said: str, *, refused_before: bool) -> bool:
     """Whether an offer a 400 refused with ``said`` (``CODE message``) may be Yandex's all
     the same: its words say the price is already set, or the offer was in an earlier 400
@@ -95,7 +100,7 @@ def maybe_taken(said: str, *, refused_before: bool) -> bool:
     request, §8) and the words are not about the offer as sent (a repeat of a price taken
     then may be refused in any words, "Internal validation failed" among them). Such an
     offer is read back, never ended at once."""
-    if _ALREADY.search(said):
+    if already_set(said):
         return True
     return refused_before and not _OF_THE_OFFER.search(said)
 
@@ -117,9 +122,12 @@ def behind_words(offer: str, value: str, held: str) -> str:
     """The wait of ``value``, which Yandex shows for ``offer`` already (a repeat refused "already
     set"), behind ``held`` (``_Listed.said``: the price and its verdicts), the price Yandex's
     quarantine still lists for the offer (review ym34): confirmed in the cabinet, the held price
-    would go live over this one (§3.4); a correct price set there releases the quarantine."""
+    would go live over this one (§3.4); a correct price set there releases the quarantine. Said
+    of the last look: a confirmation in the cabinet since may have put the held price live
+    (review rev35ym, WORDS 3: ``find`` said 1000 was live while Yandex showed 300)."""
     return (
-        f"Yandex Market holds value={value} for offer {offer!r} already, {BEHIND} {held} for "
+        f"At the last look, Yandex Market held value={value} for offer {offer!r} already, "
+        f"{BEHIND} {held} for "
         f"it: confirmed in the cabinet, it would replace {value}. The seller should not confirm "
         f"it but leave it, or set {value} in the cabinet (a correct price releases the "
         "quarantine); this price waits, uncharged, until the quarantine no longer lists the "

@@ -25,7 +25,8 @@ How one request goes (``send``):
    Yandex's words only when not shown within ``ym_apply_timeout`` (``_update``); one refused
    ``OFFER_NOT_FOUND`` is TERMINAL ``unknown-sku``; one shown as sent at once is delivered only
    when the quarantine list holds no other price of the offer, else it waits behind that one
-   (``_in_force``);
+   (``_in_force``), as does one refused "already set" whose read-back shows the withheld price
+   while the list names it as the last valid one;
 5. a 200 means accepted, not applied (§3.4): each message is ``AWAITING`` and waits, not
    charged and not in flight, for the read-back (``again_in``: ``ym_apply_timeout``/40, then
    doubling up to ``ym_apply_timeout``/10); the item sent is remembered by message;
@@ -284,6 +285,9 @@ class _Listed:
 
     words: str
     value: Decimal | None
+    # The price buyers see meanwhile (``lastValidPrice.value``, else the verdict's
+    # ``LAST_VALID_PRICE``; None when the entry names none).
+    last_valid: Decimal | None = None
 
     def holds(self, value: Decimal | None) -> bool:
         """Whether the price Yandex withholds is ``value`` (an entry naming no price: taken
@@ -1541,14 +1545,24 @@ class YandexMarketTarget:
             shown = await self._read_back(sorted({i.offer for i in named}))
         except _Whole:
             shown = {}
-        out: dict[str, Classification] = {}
         waiting: dict[str, str] = {}
         in_force: list[_Item] = []
+        other_shown: list[_Item] = []
         for item in named:
             seen = shown.get(item.offer)
-            words = said[item.offer]
             if seen is not None and _shows(seen, item.fields):
                 in_force.append(item)  # settled by the quarantine list (``_in_force``)
+            elif (
+                seen is not None
+                and seen.shown.get("value") is not None
+                and item.fields.get("value") is not None
+                and answers.already_set(said[item.offer])
+            ):
+                other_shown.append(item)  # the read-back may show a withheld price
+        out = await self._in_force(in_force, said, other_shown)
+        for item in named:
+            words = said[item.offer]
+            if item in in_force or all(m.message_id in out for m in item.carried):
                 continue
             if item.offer in rules:
                 rule = answers.refused_by_rule(item.offer, words)
@@ -1567,7 +1581,6 @@ class YandexMarketTarget:
                     reason=Reason.UNKNOWN_SKU if answers.not_found(words) else None,
                 )
             out.update((m.message_id, verdict) for m in item.carried)
-        out.update(await self._in_force(in_force, said))
         if waiting:
             out.update(
                 await self._took([i for i in named if i.offer in waiting], "HTTP 400", waiting)
@@ -1595,7 +1608,10 @@ class YandexMarketTarget:
         return await self._in_force(held, {i.offer: words for i in held}), rest
 
     async def _in_force(
-        self, items: list[_Item], said: Mapping[str, str]
+        self,
+        items: list[_Item],
+        said: Mapping[str, str],
+        other_shown: Sequence[_Item] = (),
     ) -> dict[str, Classification]:
         """Items a 400 refused (``said``: offer -> its words) whose read-back shows each field
         as sent (a price already set, refused as a repeat: §3.5 leaves open whether Yandex
@@ -1608,10 +1624,18 @@ class YandexMarketTarget:
         ``quarantine_wait`` seconds: sent again, as the receipt ``REFUSED`` says, at the cost
         of one offer of the minute), and the earlier version stays withheld, its row saying it
         is not to be confirmed (``ops.withheld_behind``); as Wildberries' ``_behind_quarantine``.
-        A list that cannot be read: read again, never delivered on the read-back alone."""
-        if not items:
+        A list that cannot be read: read again, never delivered on the read-back alone.
+
+        ``other_shown``: items refused "already set" whose read-back shows another price. The
+        research does not say whether the read-back of a withheld offer shows the price buyers
+        see or the one withheld (the simulator's ``readback_quarantined=new``): where the list
+        withholds another price and names this item's value as the last valid one, the item
+        waits behind it as above (review rev35ym: never sent again as not applied, charged,
+        until ``retry-limit``); any other is left out of the answer, for the caller to
+        decide."""
+        if not items and not other_shown:
             return {}
-        offers = sorted({i.offer for i in items})
+        offers = sorted({i.offer for i in [*items, *other_shown]})
         unread: set[str] = set()
         cannot: Classification | None = None
         try:
@@ -1620,23 +1644,38 @@ class YandexMarketTarget:
             listed, cannot = whole.listed, whole.classification
             unread = set(offers) - whole.listed_asked
         wait = float(max(1, math.ceil(self.quarantine_wait)))
+
+        def read_again() -> Classification:
+            assert cannot is not None
+            if cannot.verdict is Verdict.PAUSE:
+                return cannot
+            return Classification(
+                Verdict.AWAITING,
+                f"the quarantine list could not be read ({cannot.detail}); read again",
+                http_status=400,
+                again_in=max(self._wait(0), cannot.again_in or 0.0),
+                receipt=REFUSED,
+            )
+
+        def behind(item: _Item, entry: _Listed) -> Classification:
+            value = item.fields.get("value")
+            return Classification(
+                Verdict.AWAITING,
+                answers.behind_words(
+                    item.offer, number(value) if value is not None else "?", entry.said()
+                ),
+                http_status=400,
+                again_in=wait,
+                receipt=REFUSED,
+            )
+
         out: dict[str, Classification] = {}
         for item in items:
             words = said[item.offer].removeprefix("HTTP 400: ")
             entry = listed.get(item.offer)
             value = item.fields.get("value")
             if cannot is not None and item.offer in unread:
-                verdict = (
-                    cannot
-                    if cannot.verdict is Verdict.PAUSE
-                    else Classification(
-                        Verdict.AWAITING,
-                        f"the quarantine list could not be read ({cannot.detail}); read again",
-                        http_status=400,
-                        again_in=max(self._wait(0), cannot.again_in or 0.0),
-                        receipt=REFUSED,
-                    )
-                )
+                verdict = read_again()
             elif entry is None:
                 verdict = Classification(
                     Verdict.DELIVERED,
@@ -1654,15 +1693,22 @@ class YandexMarketTarget:
                     http_status=400,
                 )
             else:
-                verdict = Classification(
-                    Verdict.AWAITING,
-                    answers.behind_words(
-                        item.offer, number(value) if value is not None else "?", entry.said()
-                    ),
-                    http_status=400,
-                    again_in=wait,
-                    receipt=REFUSED,
-                )
+                verdict = behind(item, entry)
+            out.update((m.message_id, verdict) for m in item.carried)
+        for item in other_shown:
+            entry = listed.get(item.offer)
+            value = item.fields.get("value")
+            if cannot is not None and item.offer in unread:
+                verdict = read_again()
+            elif (
+                entry is not None
+                and entry.value is not None
+                and not entry.holds(value)
+                and entry.last_valid == value
+            ):
+                verdict = behind(item, entry)
+            else:
+                continue
             out.update((m.message_id, verdict) for m in item.carried)
         return out
 
@@ -1953,7 +1999,11 @@ class YandexMarketTarget:
                     for entry in _result(response, "offers"):
                         name = entry.get("offerId")
                         if isinstance(name, str):
-                            out[offer_id(name)] = _Listed(_verdicts(entry), _withheld_value(entry))
+                            out[offer_id(name)] = _Listed(
+                                _verdicts(entry),
+                                _withheld_value(entry),
+                                _withheld_value(entry, "lastValidPrice", "LAST_VALID_PRICE"),
+                            )
                     token = _next_page(response)
                     if token is None:
                         break
@@ -2597,17 +2647,20 @@ def _verdicts(entry: dict[str, Any]) -> str:
     return "; ".join(parts)[:300] or "no verdict given"
 
 
-def _withheld_value(entry: dict[str, Any]) -> Decimal | None:
+def _withheld_value(
+    entry: dict[str, Any], field: str = "currentPrice", param_name: str = "CURRENT_PRICE"
+) -> Decimal | None:
     """The price a quarantine entry withholds: ``currentPrice.value``, else the first
-    verdict's ``CURRENT_PRICE`` parameter (§3.4 ``PRICE_CHANGE``, ``LOW_PRICE``)."""
-    current = entry.get("currentPrice")
+    verdict's ``CURRENT_PRICE`` parameter (§3.4 ``PRICE_CHANGE``, ``LOW_PRICE``); with
+    ``lastValidPrice`` and ``LAST_VALID_PRICE``, the price buyers see meanwhile."""
+    current = entry.get(field)
     if isinstance(current, dict):
         found = _decimal(current.get("value"))
         if found is not None:
             return found
     for verdict in entry.get("verdicts") or []:
         for param in (verdict.get("params") or []) if isinstance(verdict, dict) else []:
-            if isinstance(param, dict) and param.get("name") == "CURRENT_PRICE":
+            if isinstance(param, dict) and param.get("name") == param_name:
                 found = _decimal(param.get("value"))
                 if found is not None:
                     return found
