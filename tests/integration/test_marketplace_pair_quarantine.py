@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from marketsims import ozon_sim
-from ozon_pair import pair_worker, typed
+from ozon_pair import both_clocks, cabinet_old_price_refuses, pair_worker, typed
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
@@ -72,9 +72,7 @@ def test_a_new_old_price_waits_for_the_persons_decision_on_the_quarantined_price
 ) -> None:
     clock, worker = pair_worker(db_url, engine, site, tmp_path)
 
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        site.clock.advance(seconds)
+    advance = both_clocks(clock, site)
 
     async def scenario(w: Worker) -> None:
         stage(engine, [typed(1, "1000.00", "retail"), typed(1, "1400.00", "old")])
@@ -161,19 +159,10 @@ def test_an_old_price_held_in_ozons_cabinet_with_old_price_mapped_asks_for_1cs_n
     decision on 1300 (never 1000/1500), and the retry sends 1300/1500 in one update."""
     clock, worker = pair_worker(db_url, engine, site, tmp_path)
 
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        site.clock.advance(seconds)
+    advance = both_clocks(clock, site)
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [typed(1, "1000.00", "retail")])
-        await drain(w)
-        product = site.product("SKU-1")
-        assert product is not None
-        product.old_price = Decimal(1200)  # the seller's, set in Ozon's cabinet
-        advance(60)
-        stage(engine, [typed(2, "1300.00", "retail")])
-        await drain(w)
+        await cabinet_old_price_refuses(w, engine, site, advance)
         state, reason, said, quarantined = _state(engine, "SKU-1", 2)
         assert (state, reason) == ("quarantined", "channel-rule"), said
         assert "old_price 1200" in said and "map a 1C price type" not in said, said

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from marketsims import ozon_sim
-from ozon_pair import pair_worker, typed
+from ozon_pair import both_clocks, cabinet_old_price_refuses, pair_worker, typed
 from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
@@ -51,19 +51,10 @@ def _waiting_for_a_person(
     clock, worker = pair_worker(db_url, engine, site, tmp_path)
     said: dict[str, str] = {}
 
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        site.clock.advance(seconds)
+    advance = both_clocks(clock, site)
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [typed(1, "1000.00", "retail")])
-        await drain(w)
-        product = site.product("SKU-1")
-        assert product is not None
-        product.old_price = Decimal(1200)  # the seller's, set in Ozon's cabinet
-        advance(60)
-        stage(engine, [typed(2, "1300.00", "retail")])
-        await drain(w)
+        await cabinet_old_price_refuses(w, engine, site, advance)
         advance(60)
         stage(engine, [typed(1, "1500.00", "old")])
         for _ in range(3):

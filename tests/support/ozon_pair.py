@@ -6,6 +6,8 @@ tests/integration/test_pair_wait_words.py share."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from sqlalchemy import Engine
 
 from exchange import app as bootstrap
 from exchange.dev.ozonsim import OzonSimulator
-from exchange.dev.testing import fast_settings, price_row
+from exchange.dev.testing import drain, fast_settings, price_row, stage
 from exchange.domain.clock import FakeClock
 from exchange.worker import Worker
 
@@ -45,3 +47,28 @@ def pair_worker(
     )
     clock = FakeClock()
     return clock, bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+
+
+def both_clocks(clock: FakeClock, site: OzonSimulator) -> Callable[[float], None]:
+    """Moves the worker's clock and the simulator's together by the seconds given."""
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    return advance
+
+
+async def cabinet_old_price_refuses(
+    w: Worker, engine: Engine, site: OzonSimulator, advance: Callable[[float], None]
+) -> None:
+    """1C's 1000 delivered; the seller sets the old price 1200 in Ozon's cabinet; a minute
+    later 1C's 1300 is sent, which that old price refuses (research §1.1)."""
+    stage(engine, [typed(1, "1000.00", "retail")])
+    await drain(w)
+    product = site.product("SKU-1")
+    assert product is not None
+    product.old_price = Decimal(1200)  # the seller's, set in Ozon's cabinet
+    advance(60)
+    stage(engine, [typed(2, "1300.00", "retail")])
+    await drain(w)
