@@ -8,7 +8,6 @@ beside the price the marketplace holds, as the wait's words say. Ozon's simulato
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -16,14 +15,13 @@ from typing import Any
 
 import pytest
 from marketsims import ozon_sim
+from ozon_pair import both_clocks, cabinet_old_price_refuses, pair_worker, typed
 from sqlalchemy import Engine, select
 
-from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
-from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
-from exchange.domain.clock import FakeClock
+from exchange.dev.testing import drain, run_worker, stage
 from exchange.ops import quarantine
 from exchange.ops.find import find
 from exchange.ops.status import status
@@ -35,14 +33,6 @@ from exchange.worker import Worker
 def site() -> Iterator[OzonSimulator]:
     with ozon_sim(time_scale=0) as simulator:
         yield simulator
-
-
-def _typed(version: int, price: str, price_type: str) -> dict[str, Any]:
-    row = price_row("SKU-1", version, price)
-    if price_type != "retail":
-        row["aggregate"] = f"SKU-1/{price_type}"
-        row["payload"] = row["payload"].replace('"retail"', f'"{price_type}"')
-    return row
 
 
 def _state(engine: Engine, aggregate: str, version: int) -> tuple[str, str | None, str, str]:
@@ -80,29 +70,15 @@ def _said_as_a_wait_for_a_person(engine: Engine, now: Any, w: Worker) -> None:
 def test_a_new_old_price_waits_for_the_persons_decision_on_the_quarantined_price_never_a_mixed_pair(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path, decision: str
 ) -> None:
-    key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
-    settings = fast_settings(
-        db_url,
-        None,
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
-    )
-    clock = FakeClock()
-    worker: Worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    clock, worker = pair_worker(db_url, engine, site, tmp_path)
 
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        site.clock.advance(seconds)
+    advance = both_clocks(clock, site)
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [_typed(1, "1000.00", "retail"), _typed(1, "1400.00", "old")])
+        stage(engine, [typed(1, "1000.00", "retail"), typed(1, "1400.00", "old")])
         await drain(w)
         advance(60)
-        stage(engine, [_typed(2, "1500.00", "retail")])  # 1400 below 1500: waits for 1C
+        stage(engine, [typed(2, "1500.00", "retail")])  # 1400 below 1500: waits for 1C
         for _ in range(12):  # COMPANION_GRACE (10 min) runs out
             await w.cycle()
             advance(60)
@@ -118,7 +94,7 @@ def test_a_new_old_price_waits_for_the_persons_decision_on_the_quarantined_price
         assert "которую сейчас показывает Ozon" in russian, russian
         assert "повтор отправит обе цены вместе" in russian, russian
         assert "1000.00" in russian and "cancelling" not in russian, russian
-        stage(engine, [_typed(2, "1800.00", "old")])
+        stage(engine, [typed(2, "1800.00", "old")])
         for _ in range(3):
             await w.cycle()
             advance(61)
@@ -181,33 +157,12 @@ def test_an_old_price_held_in_ozons_cabinet_with_old_price_mapped_asks_for_1cs_n
     that ask for 1C's old price of this SKU (or clearing it in the cabinet), never to map a
     price type already mapped. 1C's old price 1500 that follows waits for the person's
     decision on 1300 (never 1000/1500), and the retry sends 1300/1500 in one update."""
-    key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
-    settings = fast_settings(
-        db_url,
-        None,
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
-    )
-    clock = FakeClock()
-    worker: Worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    clock, worker = pair_worker(db_url, engine, site, tmp_path)
 
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        site.clock.advance(seconds)
+    advance = both_clocks(clock, site)
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [_typed(1, "1000.00", "retail")])
-        await drain(w)
-        product = site.product("SKU-1")
-        assert product is not None
-        product.old_price = Decimal(1200)  # the seller's, set in Ozon's cabinet
-        advance(60)
-        stage(engine, [_typed(2, "1300.00", "retail")])
-        await drain(w)
+        await cabinet_old_price_refuses(w, engine, site, advance)
         state, reason, said, quarantined = _state(engine, "SKU-1", 2)
         assert (state, reason) == ("quarantined", "channel-rule"), said
         assert "old_price 1200" in said and "map a 1C price type" not in said, said
@@ -216,7 +171,7 @@ def test_an_old_price_held_in_ozons_cabinet_with_old_price_mapped_asks_for_1cs_n
         russian = detail_words(said)
         assert "уже сопоставлен" in russian and "сопоставьте" not in russian, russian
         advance(60)
-        stage(engine, [_typed(1, "1500.00", "old")])
+        stage(engine, [typed(1, "1500.00", "old")])
         for _ in range(3):
             await w.cycle()
             advance(61)

@@ -19,17 +19,16 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from added_again import drop_and_add_again
-from marketsims import ozon_channel, ozon_sim
+from added_again import drop_and_add_again, ozon_settings
+from marketsims import ozon_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, history, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, INFO_PRICES, OzonSimulator
-from exchange.dev.testing import FAST, drain, price_row, run_worker, stage
+from exchange.dev.testing import drain, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
-from exchange.settings import Settings, load_settings
 
 PRICES = {"SKU-1": "1000.00", "SKU-2": "2000.00", "SKU-3": "3000.00"}
 
@@ -38,16 +37,6 @@ PRICES = {"SKU-1": "1000.00", "SKU-2": "2000.00", "SKU-3": "3000.00"}
 def site() -> Iterator[OzonSimulator]:
     with ozon_sim(time_scale=0) as simulator:
         yield simulator
-
-
-def _settings(db_url: str, site: OzonSimulator, tmp: Path) -> Settings:
-    fast = {k: v for k, v in FAST.items() if k not in ("channels", "site_token_file")}
-    return load_settings(
-        database_url=db_url,
-        worker_id="test-worker",
-        **fast,
-        channels={"ozon": ozon_channel(site, tmp, {"retail": "price"})},
-    )
 
 
 def _ended(engine: Engine, channel_id: int) -> dict[str, tuple[str, str]]:
@@ -71,7 +60,7 @@ def _ended(engine: Engine, channel_id: int) -> dict[str, tuple[str, str]]:
 def test_a_readded_channel_sends_no_import_for_prices_ozon_already_shows(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:
-    settings = _settings(db_url, site, tmp_path)
+    settings = ozon_settings(db_url, site, tmp_path)
     bootstrap.register_channels(settings, engine)
     clock = FakeClock()
     stage(engine, [price_row(sku, 1, amount) for sku, amount in PRICES.items()])

@@ -21,17 +21,16 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from added_again import drop_and_add_again
-from marketsims import ozon_channel, ozon_sim
+from added_again import PATIENT, cycles, drop_and_add_again, ozon_settings
+from marketsims import ozon_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
-from exchange.dev.testing import FAST, drain, price_row, run_worker, stage
+from exchange.dev.testing import drain, price_row, run_worker, stage
 from exchange.domain.clock import FakeClock
-from exchange.settings import Settings, load_settings
 from exchange.worker import Worker
 
 LATER = 3.0  # real seconds until the gateway hands the 504'd import on to Ozon
@@ -41,16 +40,6 @@ LATER = 3.0  # real seconds until the gateway hands the 504'd import on to Ozon
 def site() -> Iterator[OzonSimulator]:
     with ozon_sim(time_scale=0) as simulator:
         yield simulator
-
-
-def _settings(db_url: str, site: OzonSimulator, tmp: Path) -> Settings:
-    fast = {k: v for k, v in FAST.items() if k not in ("channels", "site_token_file")}
-    return load_settings(
-        database_url=db_url,
-        worker_id="test-worker",
-        **{**fast, "max_attempts": 20, "breaker_threshold": 1000, "http_timeout": 0.3},
-        channels={"ozon": ozon_channel(site, tmp, {"retail": "price"})},
-    )
 
 
 def _state(engine: Engine, channel_id: int, version: int) -> str:
@@ -68,17 +57,10 @@ def _state(engine: Engine, channel_id: int, version: int) -> str:
         )
 
 
-async def _cycles(worker: Worker, clock: FakeClock, count: int, step: float) -> None:
-    for _ in range(count):
-        await worker.cycle()
-        clock.advance(step)
-        await asyncio.sleep(0.01)
-
-
 def test_a_lost_send_on_a_dropped_channel_never_lands_over_the_readded_channels_price(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:
-    settings = _settings(db_url, site, tmp_path)
+    settings = ozon_settings(db_url, site, tmp_path, **PATIENT)
     bootstrap.register_channels(settings, engine)
     clock = FakeClock()
     before: list[int] = []
@@ -101,16 +83,16 @@ def test_a_lost_send_on_a_dropped_channel_never_lands_over_the_readded_channels_
     stage(engine, [price_row("SKU-1", 3, "1200.00")])
 
     async def newer(w: Worker) -> None:
-        await _cycles(w, clock, 6, 2.0)
+        await cycles(w, clock, 6, 2.0)
         if time.monotonic() - started[0] < LATER:
             assert site.requests[IMPORT_PRICES] - before[0] == 1, "nothing sent while it may land"
         await asyncio.sleep(max(0.0, LATER + 0.5 - (time.monotonic() - started[0])))
-        await _cycles(w, clock, 12, 10.0)  # the wait's reads (every 30 s) see 1100
+        await cycles(w, clock, 12, 10.0)  # the wait's reads (every 30 s) see 1100
         assert _state(engine, again, 3) == "delivered"
         # The lost send has landed, once: its word is taken out of the dropped channel's
         # receipt too, and 1C's next price goes at once, never waiting for 1100 again.
         stage(engine, [price_row("SKU-1", 4, "1300.00")])
-        await _cycles(w, clock, 2, 1.0)
+        await cycles(w, clock, 2, 1.0)
 
     run_worker(bootstrap.worker(settings, engine, clock=clock, rng=random.Random(4)), newer)
 

@@ -26,18 +26,16 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from added_again import drop_and_add_again, live_id
-from marketsims import ozon_channel, ozon_sim
+from added_again import PATIENT, cycles, drop_and_add_again, live_id, ozon_settings
+from marketsims import ozon_sim
 from sqlalchemy import Engine, select
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries, messages
 from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
-from exchange.dev.testing import FAST, drain, price_row, stage
+from exchange.dev.testing import drain, price_row, stage
 from exchange.domain.clock import FakeClock
-from exchange.settings import Settings, load_settings
-from exchange.worker import Worker
 
 HELD = 3.0  # real seconds the simulator holds the import of 1100 before applying it
 
@@ -46,16 +44,6 @@ HELD = 3.0  # real seconds the simulator holds the import of 1100 before applyin
 def site() -> Iterator[OzonSimulator]:
     with ozon_sim(time_scale=0) as simulator:
         yield simulator
-
-
-def _settings(db_url: str, site: OzonSimulator, tmp: Path) -> Settings:
-    fast = {k: v for k, v in FAST.items() if k not in ("channels", "site_token_file")}
-    return load_settings(
-        database_url=db_url,
-        worker_id="test-worker",
-        **{**fast, "max_attempts": 20, "breaker_threshold": 1000, "http_timeout": 0.3},
-        channels={"ozon": ozon_channel(site, tmp, {"retail": "price"})},
-    )
 
 
 def _receipt(engine: Engine, channel_id: int, version: int) -> str:
@@ -69,13 +57,6 @@ def _receipt(engine: Engine, channel_id: int, version: int) -> str:
         )
 
 
-async def _cycles(worker: Worker, clock: FakeClock, count: int, step: float) -> None:
-    for _ in range(count):
-        await worker.cycle()
-        clock.advance(step)
-        await asyncio.sleep(0.01)
-
-
 async def _sent(site: OzonSimulator, count: int) -> None:
     """Until the simulator has taken ``count`` imports (the held one has arrived)."""
     for _ in range(500):
@@ -86,7 +67,7 @@ async def _sent(site: OzonSimulator, count: int) -> None:
 
 
 def _play(db_url: str, engine: Engine, site: OzonSimulator, tmp: Path, *, dies: bool) -> None:
-    settings = _settings(db_url, site, tmp)
+    settings = ozon_settings(db_url, site, tmp, **PATIENT)
     bootstrap.register_channels(settings, engine)
     clock = FakeClock()
     old = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
@@ -112,9 +93,9 @@ def _play(db_url: str, engine: Engine, site: OzonSimulator, tmp: Path, *, dies: 
             new = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(4))
             try:
                 while time.monotonic() - started < HELD - 0.5:
-                    await _cycles(new, clock, 1, 2.0)
+                    await cycles(new, clock, 1, 2.0)
                     if not dies and flight.done():
-                        await _cycles(old, clock, 1, 0.0)  # the old worker runs on
+                        await cycles(old, clock, 1, 0.0)  # the old worker runs on
                     assert site.requests[IMPORT_PRICES] == before + 1, (
                         "nothing sent while the held import may land"
                     )
@@ -124,12 +105,12 @@ def _play(db_url: str, engine: Engine, site: OzonSimulator, tmp: Path, *, dies: 
                     # on the new channel's nor on none (its channel is its row, not its name).
                     assert " ozon-lost:" in _receipt(engine, dropped, 2)
                 await asyncio.sleep(max(0.0, HELD + 0.5 - (time.monotonic() - started)))
-                await _cycles(new, clock, 12, 10.0)  # the wait's reads (every 30 s) see 1100
+                await cycles(new, clock, 12, 10.0)  # the wait's reads (every 30 s) see 1100
                 if not dies:
-                    await _cycles(old, clock, 3, 10.0)  # never a send on the dropped channel
+                    await cycles(old, clock, 3, 10.0)  # never a send on the dropped channel
                 # Landed: 1C's next price goes at once, never waiting for 1100 again.
                 stage(engine, [price_row("SKU-1", 4, "1300.00")])
-                await _cycles(new, clock, 2, 1.0)
+                await cycles(new, clock, 2, 1.0)
             finally:
                 await new.target.aclose()
         finally:

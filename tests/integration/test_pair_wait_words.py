@@ -7,22 +7,19 @@ words as ``exchange find``, ``history`` and ``status`` print them."""
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from marketsims import ozon_sim
+from ozon_pair import both_clocks, cabinet_old_price_refuses, pair_worker, typed
 from sqlalchemy import Engine
 
-from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.dev.ozonsim import OzonSimulator
-from exchange.dev.testing import drain, fast_settings, price_row, run_worker, stage
-from exchange.domain.clock import FakeClock
+from exchange.dev.testing import drain, run_worker, stage
 from exchange.ops.backlog import backlog, backlog_words
 from exchange.worker import Worker
 
@@ -34,14 +31,6 @@ EN = {"EXCHANGE_LANG": "en", "COLUMNS": "400"}
 def site() -> Iterator[OzonSimulator]:
     with ozon_sim(time_scale=0) as simulator:
         yield simulator
-
-
-def _typed(version: int, price: str, price_type: str) -> dict[str, Any]:
-    row = price_row("SKU-1", version, price)
-    if price_type != "retail":
-        row["aggregate"] = f"SKU-1/{price_type}"
-        row["payload"] = row["payload"].replace('"retail"', f'"{price_type}"')
-    return row
 
 
 def _said(shown: str) -> str:
@@ -59,36 +48,15 @@ def _waiting_for_a_person(
     """1000 delivered; Ozon holds the cabinet's old price 1200; 1C's 1300 quarantined
     (``channel-rule``); then 1C's old price 1500 waits for the decision on 1300. The backlog
     words (``exchange status``'s line) with a live worker, by language."""
-    key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
-    settings = fast_settings(
-        db_url,
-        None,
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
-    )
-    clock = FakeClock()
-    worker: Worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    clock, worker = pair_worker(db_url, engine, site, tmp_path)
     said: dict[str, str] = {}
 
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        site.clock.advance(seconds)
+    advance = both_clocks(clock, site)
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [_typed(1, "1000.00", "retail")])
-        await drain(w)
-        product = site.product("SKU-1")
-        assert product is not None
-        product.old_price = Decimal(1200)  # the seller's, set in Ozon's cabinet
+        await cabinet_old_price_refuses(w, engine, site, advance)
         advance(60)
-        stage(engine, [_typed(2, "1300.00", "retail")])
-        await drain(w)
-        advance(60)
-        stage(engine, [_typed(1, "1500.00", "old")])
+        stage(engine, [typed(1, "1500.00", "old")])
         for _ in range(3):
             await w.cycle()
             advance(61)
@@ -164,28 +132,16 @@ def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethro
     operators' report)."""
     from clitools import Cli
 
-    key = tmp_path / "ozon.key"
-    key.write_text("ozon-key", encoding="utf-8")
-    settings = fast_settings(
-        db_url,
-        None,
-        target="ozon",
-        ozon_api_url=site.url,
-        ozon_client_id="836741",
-        ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
-    )
-    clock = FakeClock()
-    worker: Worker = bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
+    clock, worker = pair_worker(db_url, engine, site, tmp_path)
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [_typed(1, "1000.00", "retail"), _typed(1, "1400.00", "old")])
+        stage(engine, [typed(1, "1000.00", "retail"), typed(1, "1400.00", "old")])
         await drain(w)
         for _ in range(13):  # the grace for 1C's next package (10 min) runs out
             clock.advance(61)
             site.clock.advance(61)
             if _ == 0:
-                stage(engine, [_typed(2, "900.00", "old")])
+                stage(engine, [typed(2, "900.00", "old")])
             await w.cycle()
 
     run_worker(worker, scenario)

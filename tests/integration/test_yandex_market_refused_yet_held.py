@@ -13,7 +13,6 @@ update of another price type then carried the older known price over the newer o
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Iterator
 from decimal import Decimal
@@ -22,16 +21,15 @@ from typing import Any
 
 import pytest
 from marketsims import ym_settings
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
+from ym_pair import row, states
 
 from exchange import app as bootstrap
-from exchange.db.engine import transaction
 from exchange.dev.simclock import SimClock
-from exchange.dev.testing import one_channel_messages, price_row, run_worker, stage
+from exchange.dev.testing import run_worker, stage
 from exchange.dev.ymsim import YmSimulator, YmSwitches
 from exchange.worker import Worker
 
-messages = one_channel_messages()
 WAITING = ("new", "delayed", "in_progress")
 GOODS = [f"Y{n}" for n in range(1, 7)]
 
@@ -59,22 +57,6 @@ def ym(request: pytest.FixtureRequest) -> Iterator[YmSimulator]:
     simulator.start()
     yield simulator
     simulator.stop()
-
-
-def row(sku: str, price_type: str, version: int, amount: str) -> dict[str, object]:
-    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": price_type}
-    return {
-        **price_row(sku, version, amount, aggregate=f"{sku}/{price_type}"),
-        "payload": json.dumps(payload),
-    }
-
-
-def states(engine: Engine) -> dict[tuple[str, int], tuple[str, str | None]]:
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(messages.c.aggregate, messages.c.version, messages.c.state, messages.c.reason)
-        )
-        return {(a, v): (s, r) for a, v, s, r in rows}
 
 
 async def until_settled(worker: Worker, engine: Engine, seconds: float = 10.0) -> None:

@@ -17,11 +17,12 @@ import httpx
 import pytest
 from marketsims import ym_settings
 from sqlalchemy import Engine, select
+from ym_pair import row, states
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.dev.simclock import SimClock
-from exchange.dev.testing import fast_settings, one_channel_messages, price_row, run_worker, stage
+from exchange.dev.testing import fast_settings, one_channel_messages, run_worker, stage
 from exchange.dev.ymsim import YmSimulator, YmSwitches
 from exchange.worker import Worker
 
@@ -40,26 +41,10 @@ def ym() -> Iterator[YmSimulator]:
     simulator.stop()
 
 
-def row(sku: str, price_type: str, version: int, amount: str) -> dict[str, object]:
-    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": price_type}
-    return {
-        **price_row(sku, version, amount, aggregate=f"{sku}/{price_type}"),
-        "payload": json.dumps(payload),
-    }
-
-
 def settings_for(db_url: str, ym: YmSimulator, tmp_path: Path, **more: str) -> Any:
     return ym_settings(
         db_url, ym, tmp_path, ym_price_types={"retail": "value", "old": "discountBase"}, **more
     )
-
-
-def states(engine: Engine) -> dict[tuple[str, int], tuple[str, str | None]]:
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(messages.c.aggregate, messages.c.version, messages.c.state, messages.c.reason)
-        )
-        return {(a, v): (s, r) for a, v, s, r in rows}
 
 
 async def until_settled(worker: Worker, engine: Engine, seconds: float = 8.0) -> None:

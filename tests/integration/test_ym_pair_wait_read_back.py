@@ -14,7 +14,6 @@ PostgreSQL; the wait for 1C's package shortened to 7 s, ``ym_apply_timeout`` 2 s
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Iterator
 from decimal import Decimal
@@ -22,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from marketsims import ym_settings
+from marketsims import ym_settings, ym_sim
 from sqlalchemy import Engine, select
+from ym_pair import row, states
 
 from exchange import app as bootstrap
 from exchange.db.engine import transaction
 from exchange.db.schema import deliveries
-from exchange.dev.simclock import SimClock
-from exchange.dev.testing import one_channel_messages, price_row, run_worker, stage
-from exchange.dev.ymsim import Price, YmSimulator, YmSwitches
+from exchange.dev.testing import one_channel_messages, run_worker, stage
+from exchange.dev.ymsim import Price, YmSimulator
 from exchange.targets.marketplace import items
 from exchange.targets.yandex_market.target import YandexMarketTarget
 from exchange.worker import Worker
@@ -44,28 +43,8 @@ UPDATES = "offer-prices/updates"
 @pytest.fixture
 def ym() -> Iterator[YmSimulator]:
     # A minute lasts a second: Yandex applies an accepted price half a real second later.
-    simulator = YmSimulator(
-        "ym-key-1234", 1001, clock=SimClock(60), switches=YmSwitches(apply_delay=30)
-    )
-    simulator.start()
-    yield simulator
-    simulator.stop()
-
-
-def row(sku: str, price_type: str, version: int, amount: str) -> dict[str, object]:
-    payload = {"sku": sku, "price": amount, "currency": "RUB", "price_type": price_type}
-    return {
-        **price_row(sku, version, amount, aggregate=f"{sku}/{price_type}"),
-        "payload": json.dumps(payload),
-    }
-
-
-def states(engine: Engine) -> dict[tuple[str, int], tuple[str, str | None]]:
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(messages.c.aggregate, messages.c.version, messages.c.state, messages.c.reason)
-        )
-        return {(a, v): (s, r) for a, v, s, r in rows}
+    with ym_sim(scale=60, apply_delay=30) as simulator:
+        yield simulator
 
 
 async def cycles(worker: Worker, seconds: float) -> None:

@@ -14,15 +14,13 @@ from collections.abc import Iterator
 import pytest
 from conformance import price
 from sqlalchemy import Engine
+from ym_shared import BUSINESS, shared_worker, ym_business
 
-from exchange.db.target_lock import DbHold, DbLeft
-from exchange.dev.simclock import SimClock
-from exchange.dev.ymsim import UPDATE_RESOURCE, ApiError, YmSimulator, YmSwitches, _YmHandler
+from exchange.db.target_lock import DbHold
+from exchange.dev.ymsim import UPDATE_RESOURCE, ApiError, YmSimulator, _YmHandler
 from exchange.targets.yandex_market.pace import PAST_UNTIL, learned_limit
 from exchange.targets.yandex_market.target import YandexMarketTarget
 
-KEY = "ym-key"
-BUSINESS = 1001
 SETTING = 60  # ym_offers_per_minute
 ROW = f"ym spent:{BUSINESS}:offer-prices/updates"
 
@@ -45,29 +43,13 @@ def test_the_learned_limit_follows_the_named_one_both_ways_never_above_the_setti
 @pytest.fixture
 def ym() -> Iterator[YmSimulator]:
     # A simulated minute lasts a real second; the cabinet allows the setting at first.
-    simulator = YmSimulator(
-        KEY,
-        BUSINESS,
-        clock=SimClock(60.0),
-        offers_per_minute=SETTING,
-        switches=YmSwitches(apply_delay=0),
-    )
-    simulator.start()
-    yield simulator
-    simulator.stop()
+    with ym_business(SETTING, scale=60.0) as simulator:
+        yield simulator
 
 
 def worker(ym: YmSimulator, engine: Engine) -> YandexMarketTarget:
-    return YandexMarketTarget(
-        ym.url,
-        BUSINESS,
-        lambda: KEY,
-        price_types={"retail": "value"},
-        offers_per_minute=SETTING,
-        spent=lambda method: DbHold(engine, f"ym spent:{BUSINESS}:{method}"),
-        left=lambda method: DbLeft(engine, f"ym left:{BUSINESS}:{method}"),
-        past_until=PAST_UNTIL / 60.0,  # the simulator's Until is its window's exact end
-    )
+    # the simulator's Until is its window's exact end
+    return shared_worker(ym, engine, SETTING, past_until=PAST_UNTIL / 60.0)
 
 
 def test_two_running_workers_follow_a_raised_cabinet_limit_without_a_restart(

@@ -12,42 +12,23 @@ from collections.abc import Iterator
 import pytest
 from conformance import price
 from sqlalchemy import Engine
+from ym_shared import shared_worker, ym_business
 
-from exchange.db.target_lock import DbHold, DbLeft
-from exchange.dev.simclock import SimClock
-from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator, YmSwitches
+from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator
 from exchange.domain.verdicts import Verdict
 from exchange.targets.yandex_market.target import YandexMarketTarget
 
-KEY = "ym-key"
-BUSINESS = 1001
 CABINET = 20  # offers a minute
 
 
 @pytest.fixture
 def ym() -> Iterator[YmSimulator]:
-    simulator = YmSimulator(
-        KEY,
-        BUSINESS,
-        clock=SimClock(1),
-        offers_per_minute=CABINET,
-        switches=YmSwitches(apply_delay=0),
-    )
-    simulator.start()
-    yield simulator
-    simulator.stop()
+    with ym_business(CABINET, scale=1) as simulator:
+        yield simulator
 
 
 def worker(ym: YmSimulator, engine: Engine) -> YandexMarketTarget:
-    return YandexMarketTarget(
-        ym.url,
-        BUSINESS,
-        lambda: KEY,
-        price_types={"retail": "value"},
-        offers_per_minute=CABINET,
-        spent=lambda method: DbHold(engine, f"ym spent:{BUSINESS}:{method}"),
-        left=lambda method: DbLeft(engine, f"ym left:{BUSINESS}:{method}"),
-    )
+    return shared_worker(ym, engine, CABINET)
 
 
 def test_a_count_left_that_another_workers_answer_lowered_holds_this_worker(
