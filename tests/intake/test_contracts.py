@@ -588,7 +588,9 @@ def test_measuring_nesting_is_linear_in_the_text(shape: Callable[[int], str]) ->
         return min(times)
 
     once, sixteen = shape(1_000), shape(16_000)
-    assert best(sixteen, 3) < 64 * best(once, 9) + 0.005
+    # Seven runs of the long text, not three: a loaded CI run (load 8) once had every one of
+    # three slowed past the bound (55 ms against 36), where quadratic would be ~125 ms.
+    assert best(sixteen, 7) < 64 * best(once, 9) + 0.005
 
 
 def test_a_price_payload_nested_too_deep_gets_the_same_verdict_as_a_posting() -> None:

@@ -133,7 +133,12 @@ def test_the_channels_demo_delivers_to_every_channel_while_the_site_is_down_and_
     for shop in (ozon, wb, ym):
         held = {sku: Decimal(str(p)) for sku, p in shop.held(newest).items()}
         quarantined = {sku: Decimal(p) for sku, p in shop.quarantined().items()}
-        if shop.name in QUARANTINING:
+        if shop.name == "yandex-market" and not quarantined:
+            # The demo confirmed Yandex's withheld price (below): Yandex applies a confirm a
+            # (simulated) minute later, as any update (ymsim, research §3.4), so a demo slowed
+            # down (a loaded CI run) may end after it went live: released, then, not lost.
+            assert held == want, shop.name
+        elif shop.name in QUARANTINING:
             assert quarantined == {SHARP_DROP: want[SHARP_DROP]}, (shop.name, quarantined)
             assert held[SHARP_DROP] != want[SHARP_DROP]
             assert {k: v for k, v in held.items() if k != SHARP_DROP} == {
