@@ -88,7 +88,9 @@ def test_a_repeat_behind_a_withheld_price_waits_uncharged_whatever_the_read_back
     found = states(engine)
     assert ("withheld", None) == found[2][:2], "v2 is still Yandex's to hold, never superseded"
     state, reason, said, attempts = found[3]
-    assert "delayed" == state, (state, reason, said)
+    # Delayed until the next look; or, where the run's time ran out while a look was out (a
+    # loaded CI run), handed back uncharged (``new``): waiting either way, never quarantined.
+    assert state in {"delayed", "new"}, (state, reason, said)
     assert said is not None and "quarantine still holds value=300" in said, said
     assert "should not confirm it" in said, said
     assert 0 == attempts, "the wait is not charged"
