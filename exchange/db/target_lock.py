@@ -25,7 +25,19 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, Integer, String, cast, exists, func, or_, select, update
+from sqlalchemy import (
+    Engine,
+    Integer,
+    String,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from exchange.db.schema import target_locks
@@ -108,24 +120,21 @@ class DbHold:
         return found[0], found[1]  # aware UTC (``UTCDateTime``)
 
     def hold(self, until: datetime, note: str | None = None) -> None:
+        """The wait ends at ``until`` unless it already ends later, and its note becomes
+        ``note`` (None: kept), in one UPDATE; the row is made on the first wait."""
+        end = target_locks.c.until
+        later = literal(until, end.type)
         with self.engine.begin() as connection:
-            if note is not None:
-                connection.execute(
-                    update(target_locks)
-                    .where(target_locks.c.name == self.name)
-                    .values(holder=note[:200])
-                )
             held = connection.execute(
                 update(target_locks)
-                .where(target_locks.c.name == self.name, target_locks.c.until < until)
-                .values(until=until)
+                .where(target_locks.c.name == self.name)
+                .values(
+                    until=case((end < later, later), else_=end),
+                    holder=target_locks.c.holder if note is None else note[:200],
+                )
             )
-            if held.rowcount:
-                return
-            exists = connection.execute(
-                select(target_locks.c.name).where(target_locks.c.name == self.name)
-            ).first()
-        if exists is None:
+            made = held.rowcount == 1
+        if not made:
             # The first wait: the row is made; another worker made it at once: this one's
             # UPDATE again, the later end kept.
             try:

@@ -54,6 +54,24 @@ def test_a_shared_hold_is_read_by_every_worker_and_never_shortened(engine: Engin
     assert DbHold(engine, "ozon circle:2").until() is None
 
 
+def test_a_holds_note_is_written_even_where_its_end_is_not_later_and_kept_without_one(
+    engine: Engine,
+) -> None:
+    """``DbHold.hold``'s note (Yandex's budget learned from Yandex) is the latest one told,
+    whether or not that hold moves the end; a hold without a note keeps the note; one UPDATE
+    does both."""
+    hold = DbHold(engine, "ym budget:1")
+    at = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+
+    hold.hold(at + timedelta(seconds=60), "2000/min")
+    hold.hold(at + timedelta(seconds=30), "300/min")
+    told = hold.read()
+    hold.hold(at + timedelta(seconds=90))
+
+    assert (at + timedelta(seconds=60), "300/min") == told
+    assert (at + timedelta(seconds=90), "300/min") == hold.read()
+
+
 def test_a_count_left_is_taken_by_one_guarded_update_and_the_smaller_of_a_window_stays(
     engine: Engine,
 ) -> None:
