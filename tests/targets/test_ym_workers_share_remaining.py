@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 import pytest
 from conformance import price
 from sqlalchemy import Engine
-from ym_shared import shared_worker, ym_business
+from ym_shared import BUSINESS, KEY, shared_worker, ym_business
 
 from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator
 from exchange.domain.verdicts import Verdict
@@ -56,3 +57,50 @@ def test_a_count_left_that_another_workers_answer_lowered_holds_this_worker(
     assert 2 == ym.requests["offer-prices/updates"], "nothing sent that Yandex would refuse"
     assert 16 == ym.accepted
     assert 4 == CABINET - ym.budgets[UPDATE_RESOURCE]._used
+
+
+class _FewerLeftOnce:
+    """The business's count left (``SharedLeft``) that has fewer than asked once, for a
+    tenth of a second, then room."""
+
+    def __init__(self) -> None:
+        self.refused = 0
+
+    def told(self, until: datetime, left: int) -> None:
+        pass
+
+    def take(self, count: int, now: datetime) -> datetime | None:
+        if self.refused:
+            return None
+        self.refused += 1
+        return now + timedelta(seconds=0.1)
+
+
+def test_a_request_the_business_count_held_back_is_counted_once_in_the_workers_own_window(
+    ym: YmSimulator,
+) -> None:
+    """The worker's own window counted a request when its ``take`` passed, and again when
+    the business's count left (``DbLeft``) had held it back and the wait ended: 10 offers
+    sent were counted as 20, and after a lowering a worker waited up to a minute more than
+    its budget asked. Counted once."""
+    left = _FewerLeftOnce()
+    target = YandexMarketTarget(
+        ym.url,
+        BUSINESS,
+        lambda: KEY,
+        price_types={"retail": "value"},
+        offers_per_minute=60,
+        left=lambda method: left,
+    )
+
+    async def scenario() -> int:
+        try:
+            await target.send([price(f"SKU-{n}", 1, "10") for n in range(10)])
+            return target.budget.used
+        finally:
+            await target.aclose()
+
+    used = asyncio.run(scenario())
+    assert 1 == left.refused, "the business's count held the request back once"
+    assert 1 == ym.requests["offer-prices/updates"]
+    assert 10 == used, "ten offers sent, counted once"

@@ -201,6 +201,17 @@ class OfferBudget:
         if self._left is not None:
             self._left = max(0, self._left - offers)
 
+    def unspend(self, offers: int) -> None:
+        """The last ``offers`` counted by ``take`` did not go (the business's count left had
+        fewer, ``DbLeft``): no longer counted, so that the ``take`` after the wait counts them
+        once. What Yandex said is left (``told``) stays as lowered: a count it told since is
+        its own, and fewer is the safe side."""
+        for k in range(len(self._sent) - 1, -1, -1):
+            if self._sent[k][1] == offers:
+                del self._sent[k]
+                self._used -= offers
+                return
+
     def told(self, remaining: int | None, moment: datetime | None) -> None:
         """What Yandex says on every answer (§3.3: ``X-RateLimit-Resource-Remaining`` and
         ``-Until``): ``remaining`` offers are left until ``moment``. No request of more goes

@@ -2175,6 +2175,7 @@ class YandexMarketTarget:
             return True
         if until is None:
             return True
+        budget.unspend(cost)  # not sent: counted once, by the take after the wait
         budget.held_elsewhere((until - self._now()).total_seconds())
         return False
 
