@@ -57,7 +57,10 @@ class Target(Protocol):
 
     Optional: ``batches_at_once`` (an int, 1 when absent): how many claimed batches the worker
     may have out at once (``DeliveryLoop.drain``); more than 1 only for a target that keeps
-    its account's limit itself on every request (Wildberries)."""
+    its account's limit itself on every request (Wildberries). ``requests_at_once`` (an int,
+    or absent): the most requests of this worker the target lets be in flight, below the
+    worker's own limit (Yandex Market's share of ``ym_parallel``): what the pace figures show
+    as the limit (``DeliveryLoop.pace_figures``)."""
 
     name: str
     """Short and stable: ``api``, ``bitrix``, ``woocommerce``; for logs and status."""

@@ -618,9 +618,15 @@ class DeliveryLoop:
         """What the operator sees of the pace (metrics, ``exchange status``)."""
         rate = self.pace.effective_rate()
         refused = self.pace.refused_last_minute(now)
+        # A target that keeps fewer requests in flight than the worker would (Yandex's
+        # ym_parallel): its cap is the limit the operator sees, not EXCHANGE_CONCURRENCY.
+        cap = getattr(self.target, "requests_at_once", None)
+        limit, most = self.pace.limit, self.pace.max_limit
+        if isinstance(cap, int):
+            limit, most = min(limit, cap), min(most, cap)
         return {
-            "limit": self.pace.limit,
-            "max_limit": self.pace.max_limit,
+            "limit": limit,
+            "max_limit": most,
             "in_flight": self.gate.in_flight,
             "paced_rate": None if rate is None else round(rate, 3),
             "accepted_rate": round(self.pace.accepted_rate(now, 5.0), 3),

@@ -17,6 +17,7 @@ from exchange import app as bootstrap
 from exchange.dev.simclock import SimClock
 from exchange.dev.testing import price_row, run_worker, stage
 from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator, YmSwitches
+from exchange.ops.status import pace_words
 
 KEY = "ym-key-420"
 
@@ -61,3 +62,26 @@ def test_a_420_is_counted_in_the_pace_figures(
     figures = worker.loop.pace_figures(worker.loop.monotonic.now())
     assert 5 == ym.accepted, "the first request went, the second met only 420s"
     assert 4 == figures["refused_last_minute"] == figures["refused_marketplace_limit"], figures
+
+
+def test_the_pace_figures_show_ym_parallel_as_the_limit_not_the_workers_concurrency(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Review rev35ym's words: ``exchange status`` showed a Yandex worker's limit on requests
+    in flight as EXCHANGE_CONCURRENCY (8: "limit 8 of 8") where no more than ``ym_parallel``
+    (2 here) ever go at once: the limit shown is the target's share of ``ym_parallel``."""
+    settings = ym_settings(
+        db_url,
+        ym,
+        tmp_path,
+        key=KEY,
+        ym_offers_per_minute="1000",
+        ym_parallel="2",
+        concurrency="8",
+    )
+    worker = bootstrap.worker(settings, engine, rng=random.Random(5))
+
+    run_worker(worker, lambda w: w.cycle())
+    figures = worker.loop.pace_figures(worker.loop.monotonic.now())
+    assert (2, 2) == (figures["limit"], figures["max_limit"]), figures
+    assert "(limit 2 of 2)" in pace_words(figures), pace_words(figures)

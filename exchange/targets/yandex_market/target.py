@@ -560,6 +560,12 @@ class YandexMarketTarget:
         """Every request also takes its turn from the worker's pace (contract 5c)."""
         self._pacer = pacer
 
+    @property
+    def requests_at_once(self) -> int:
+        """This worker's share of ``ym_parallel`` (less a parallel 420's lowering): what
+        ``exchange status`` shows as its limit (``DeliveryLoop.pace_figures``)."""
+        return self.parallel.limit
+
     def share(self, workers: int) -> None:
         """The channel's live workers (this one included) spend the business's budget and
         requests at once together (§3.3): this target keeps its share of both (pace.py),
