@@ -214,6 +214,9 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "operator": N_("Operator"),
     "attempt_lease": N_("Attempt, leased at"),
     "next_step": N_("What to do next"),
+    # A quarantined price of which 1C has sent a newer version since: its advice is its own
+    # (report.words.newer_advised), beside its reason on the quarantine's list.
+    "newer_sent": N_("1C has sent a newer version since"),
     # A message page's empty facts, said with their meaning (a new message has no reason yet).
     "not_sent_yet": N_("— (not sent yet)"),
     "no_reason": N_("— (waits for no operator's decision)"),

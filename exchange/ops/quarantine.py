@@ -114,11 +114,26 @@ def superseded_after_quarantine(m: Any) -> ColumnElement[bool]:
     )
 
 
+def newer_sent(m: Any) -> ColumnElement[bool]:
+    """True for a delivery (a row of ``deliveries`` or of ``on_channels.listed``) of whose
+    aggregate 1C has sent a newer version to the same channel, not cancelled there: a retry of
+    this one would only end superseded by it, so a price invalid for the channel is advised
+    cancel (``report.words.advice_words``'s ``newer``; seller review 35). The message's page,
+    the quarantine's list and the report all read it here. A rejected record (no channel) has
+    none."""
+    newer = deliveries.alias("newer")
+    return exists().where(
+        newer.c.channel_id == m.c.channel_id,
+        newer.c.aggregate_id == m.c.aggregate_id,
+        newer.c.version > m.c.version,
+        newer.c.state != State.CANCELLED.value,
+    )
+
+
 def newer_version_sent(connection: Connection, message_id: str) -> bool:
-    """Whether 1C has sent a newer version of the message's aggregate to a channel where the
-    message is quarantined (not cancelled there): a retry of this one would only end
-    superseded by it, so the advice is to cancel (seller review 35)."""
-    quarantined, newer = deliveries.alias("q"), deliveries.alias("n")
+    """Whether the message is quarantined on a channel to which 1C has sent a newer version of
+    its aggregate since (``newer_sent``)."""
+    quarantined = deliveries.alias("q")
     pk = select(messages.c.id).where(messages.c.message_id == message_id).scalar_subquery()
     return bool(
         connection.execute(
@@ -126,10 +141,7 @@ def newer_version_sent(connection: Connection, message_id: str) -> bool:
                 exists().where(
                     quarantined.c.message_pk == pk,
                     quarantined.c.state == State.QUARANTINED.value,
-                    newer.c.channel_id == quarantined.c.channel_id,
-                    newer.c.aggregate_id == quarantined.c.aggregate_id,
-                    newer.c.version > quarantined.c.version,
-                    newer.c.state != State.CANCELLED.value,
+                    newer_sent(quarantined),
                 )
             )
         ).scalar_one()
@@ -142,8 +154,14 @@ def rows_in(ids: Sequence[int], state: State) -> Subquery:
     return listed(ids, states=[state.value], name="m")
 
 
-def _base(m: Subquery) -> Select[Any]:
-    return select(m, superseded_after_quarantine(m).label("superseded_after_quarantine"))
+def _base(m: Subquery, state: State = State.QUARANTINED) -> Select[Any]:
+    """The rows of ``m`` with what the quarantine's advice depends on: superseded after
+    quarantine, and (a list of the quarantine only) a newer version sent since
+    (``newer_sent``)."""
+    columns = [superseded_after_quarantine(m).label("superseded_after_quarantine")]
+    if state == State.QUARANTINED:
+        columns.append(newer_sent(m).label("newer_version_sent"))
+    return select(m, *columns)
 
 
 def _query(filters: Filters, postgres: bool, ids: Sequence[int]) -> Select[Any]:
@@ -210,6 +228,8 @@ def entry(row: Any, names: dict[int, str] | None = None) -> dict[str, Any]:
         "rejected_row": bool(row["rejected"]),
         "staging_id": row["staging_id"],
         "superseded_after_quarantine": bool(row["superseded_after_quarantine"]),
+        # a quarantined one's: 1C has sent a newer version since (``newer_sent``)
+        "newer_version_sent": bool(row.get("newer_version_sent")),
     }
 
 
@@ -311,7 +331,7 @@ def page_query(
     # the databases take no integer past 2^63 (a 500 on /quarantine?page=99999999999999999999).
     offset, limit = min(max(offset, 0), 2**62), min(max(limit, 0), 2**62)
     return (
-        _where(_base(m), m, filters, postgres, state=state)
+        _where(_base(m, state), m, filters, postgres, state=state)
         .order_by(*order)
         .offset(offset)
         .limit(limit)

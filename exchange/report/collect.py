@@ -240,6 +240,8 @@ def _entry(
         # quarantine.superseded_after_quarantine decides it, the same test that
         # `quarantine cancel --superseded` uses: what the report marks is what that cancels
         superseded_after_quarantine=row["superseded_after_quarantine"],
+        # quarantine.newer_sent decides it, as for the message's page and the quarantine's list
+        newer_version_sent=row["newer_version_sent"],
         history=tuple(events),
         several_channels=several,
     )

@@ -71,6 +71,9 @@ class Entry:
     # A latest-wins message whose aggregate has since had a newer version delivered: nothing
     # is left to fix, the record only waits to be cancelled.
     superseded_after_quarantine: bool = False
+    # 1C has sent a newer version of its aggregate to its channel since (``quarantine.
+    # newer_sent``): a price invalid for the channel is advised cancel (``advice_words``).
+    newer_version_sent: bool = False
     history: tuple[HistoryEvent, ...] = ()
     # contract 13: the channel it is quarantined on; None for intake's rejected record.
     channel: str | None = None

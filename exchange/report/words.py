@@ -171,6 +171,8 @@ _REASON_STEPS: dict[str, str] = {
     "retry": N_("retry them ({command})"),
     "cancel": N_("cancel them ({command})"),
 }
+# A summary's step for some entries of a reason only: the reason's command would act on all.
+_EACH_BY_ITS_COMMAND = N_("cancel each of them by the command in its row")
 
 _NEXT_CHECK: dict[str, str] = {
     "unmapped-price-type": N_(
@@ -342,6 +344,13 @@ def advice_words(
     return _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
 
 
+def newer_advised(reason: str | None, target: str | None, newer: bool) -> bool:
+    """Whether 1C's newer version (``newer``: ``ops.quarantine.newer_sent``) changes the advice
+    for ``reason`` on a channel of ``target`` (``advice_words``): where it does, a list says
+    the record apart from the others of its reason (the workbench's quarantine list)."""
+    return newer and advice_words(reason, target, newer=True) != advice_words(reason, target)
+
+
 def next_check(
     reason: str | None,
     lang: Lang = "en",
@@ -384,13 +393,27 @@ def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     """«Что сделать» of the summary's row for ``reason``: with the page's buttons in a
     workbench export, with the commands in the command line's report; each kind's advice
     where its entries are on channels of different advice (``advice_by_kind``)."""
-    targets = {entry.target for entry in report.entries if entry.reason == reason}
-    on = {entry.channel for entry in report.entries if entry.reason == reason}
+    entries = [entry for entry in report.entries if entry.reason == reason]
+    on = {entry.channel for entry in entries}
     # with several channels, each channel's command (intake's record, no channel's: the bare)
     channels = sorted(c for c in on if c) if report.several_channels and None not in on else []
-    return advice_by_kind(
-        reason, targets, lang, report.steps or reason_steps(reason, lang, channels)
+    steps = report.steps or reason_steps(reason, lang, channels)
+    # Those of which 1C has sent a newer version since take their own advice (``newer_advised``:
+    # a price invalid for its channel is cancelled then), each by its own command, never by
+    # the reason's bulk one, which would cancel the others too (seller review 35).
+    newer = [e for e in entries if newer_advised(reason, e.target, e.newer_version_sent)]
+    rest = [e for e in entries if not newer_advised(reason, e.target, e.newer_version_sent)]
+    if not newer:
+        return advice_by_kind(reason, {entry.target for entry in entries}, lang, steps)
+    each = report.steps or {**steps, "cancel": _(_EACH_BY_ITS_COMMAND, lang)}
+    target = reason_target(entry.target for entry in newer)
+    if not rest:
+        return next_check(reason, lang, steps=each, target=target, newer=True)
+    bare = {step: words for step, words in each.items() if step != PLACE}  # said once, above
+    line = _("Of these, {count}: {advice}", lang).format(
+        count=len(newer), advice=next_check(reason, lang, steps=bare, target=target, newer=True)
     )
+    return advice_by_kind(reason, {entry.target for entry in rest}, lang, steps) + "\n" + line
 
 
 def advice_by_kind(
@@ -463,8 +486,16 @@ def cause(entry: Entry, lang: Lang) -> str | None:
 
 
 def command(entry: Entry) -> str:
-    """A ready-to-run command for this entry: retry what may go again, cancel the rest."""
-    cancel = entry.rejected_row or entry.superseded_after_quarantine
+    """A ready-to-run command for this entry: retry what may go again, cancel the rest (a
+    superseded one, and a price invalid for its channel of which 1C has sent a newer version
+    since: ``advice_words`` advises cancel for both)."""
+    advice = advice_words(
+        entry.reason,
+        entry.target,
+        superseded=entry.superseded_after_quarantine,
+        newer=entry.newer_version_sent,
+    )
+    cancel = entry.rejected_row or advice in (_SUPERSEDED, _INVALID_NEWER_SENT)
     # with several channels, the entry's own (seller 34 item 4): the command acts there only
     on = f" --channel {entry.channel}" if entry.several_channels and entry.channel else ""
     if cancel:
@@ -482,6 +513,7 @@ def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = No
         superseded=entry.superseded_after_quarantine,
         steps=steps,
         target=entry.target,
+        newer=entry.newer_version_sent,
     )
     found = cause(entry, lang)
     parts = [advice]

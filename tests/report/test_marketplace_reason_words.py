@@ -170,7 +170,7 @@ def test_the_workbench_says_one_advice_once_for_three_marketplaces() -> None:
     rows.append({"reason": "unmapped-price-type", "channel": "site"})
     said = reasons_on(rows, {**targets, "site": "woocommerce"})
     assert len(said) == 2, said  # the marketplaces' advice once, the site's once
-    assert {on_marketplace(target) for _, target in said} == {True, False}
+    assert {on_marketplace(target) for _, target, _newer in said} == {True, False}
 
 
 def _entry(message_id: str, reason: str, target: str, last_error: str, status: int = 200) -> Entry:

@@ -398,6 +398,7 @@ LIST_FIELDS = {
     "rejected_row",
     "staging_id",
     "superseded_after_quarantine",
+    "newer_version_sent",  # 1C has sent a newer version since (seller review 35)
     "channel",  # contract 13: the channel it waits on (None: intake's record), always in JSON
 }
 REPORT_FIELDS = {"last_attempt", "next_check", "payload", "history"}

@@ -46,3 +46,56 @@ def test_an_invalid_price_with_a_newer_version_from_1c_is_advised_cancel_not_ret
 
     assert "1С с тех пор прислала более новую версию" in said, said
     assert "«Снять с отправки навсегда»" in said and RETRY not in said, said
+
+
+def _section(page: str, start: str, end: str) -> str:
+    return " ".join(page.split(start, 1)[1].split(end, 1)[0].split())
+
+
+def test_the_quarantine_list_advises_cancel_for_those_with_a_newer_version_alone(
+    olga: str, db: Engine
+) -> None:
+    """The quarantine's list advised correct-and-retry for every price invalid for its
+    channel, those with a newer version from 1C too: its «Что делать дальше» says the
+    message page's cancel advice for those (one place decides it, ``advice_words``), beside
+    the reason's own for the others, and their rows say which they are."""
+    taken(
+        db,
+        [
+            price_row("SKU-1", 1, "10.50", aggregate="SKU-1/retail"),
+            price_row("SKU-2", 1, "20.50", aggregate="SKU-2/retail"),
+        ],
+        NOW,
+    )
+    for aggregate in ("SKU-1/retail", "SKU-2/retail"):
+        on_the_one(db, aggregate, state="quarantined", reason="invalid-for-channel")
+    client = signed_in(olga, "olga")
+    before = html.unescape(client.get("/quarantine").text)
+    assert "1С с тех пор прислала" not in before  # no newer version yet: one advice
+    taken(db, [price_row("SKU-1", 2, "11.00", aggregate="SKU-1/retail")], NOW)
+    with transaction(db, read_only=True) as connection:
+        ids = dict(
+            connection.execute(
+                select(messages.c.aggregate, messages.c.message_id).where(messages.c.version == 1)
+            ).all()
+        )
+
+    page = html.unescape(client.get("/quarantine").text)
+
+    steps = _section(page, '<section id="next-steps">', "</section>")
+    advices = [_section(dd, ">", "</dd>") for dd in steps.split("<dd")[1:]]
+    assert len(advices) == 2, steps
+    alone, newer = advices
+    assert RETRY in alone and "1С с тех пор прислала" not in alone, alone
+    # the message page's words for it, from the one place that decides them
+    assert newer == _advice(olga, ids["SKU-1/retail"]).split(">", 1)[1], newer
+    assert "1С с тех пор прислала более новую версию" in newer and RETRY not in newer, newer
+    assert (
+        "<dt>не подходит каналу (invalid-for-channel) — 1С с тех пор прислала более новую "
+        "версию</dt>" in steps
+    ), steps
+    rows = {
+        message_id: _section(page, f'value="{message_id}"', "</tr>") for message_id in ids.values()
+    }
+    assert 'class="newer">1С с тех пор прислала более новую версию' in rows[ids["SKU-1/retail"]]
+    assert 'class="newer"' not in rows[ids["SKU-2/retail"]]

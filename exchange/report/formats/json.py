@@ -56,6 +56,8 @@ def entry_json(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) ->
         # the report's own
         "last_attempt": _iso(entry.last_attempt),
         "superseded_after_quarantine": entry.superseded_after_quarantine,
+        # `quarantine list --json`'s too: 1C has sent a newer version since
+        "newer_version_sent": entry.newer_version_sent,
         "next_check": entry_next_check(entry, lang, steps),
         "payload": entry.payload,
         "history": [history_json(event) for event in entry.history],

@@ -26,7 +26,7 @@ from exchange.ops import operators
 from exchange.ops.backlog import estimate_kind
 from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
-from exchange.report.words import advice_words, next_check
+from exchange.report.words import advice_words, newer_advised, next_check
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
 from exchange.web.sign_ins import SignIns
@@ -86,18 +86,28 @@ def unstorable(value: object) -> bool:
     return not isinstance(value, str) or _UNSTORABLE.search(value) is not None
 
 
-def reasons_on(rows: list[dict[str, Any]], targets: dict[str, str]) -> list[tuple[str, str | None]]:
+def reasons_on(
+    rows: list[dict[str, Any]], targets: dict[str, str]
+) -> list[tuple[str, str | None, bool]]:
     """The reasons of a page's rows, each once, with its marketplace's target where its channel
     is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason.
     A reason whose advice is one text on several channels (``report.words.advice_words``: three
-    marketplaces' unmapped price type) is said once, never once per channel."""
-    pairs = set()
+    marketplaces' unmapped price type) is said once, never once per channel. The third: the
+    advice of the rows of which 1C has sent a newer version since, where that changes it
+    (``report.words.newer_advised``: a price invalid for its channel is cancelled then),
+    said beside the reason's own (seller review 35: the list advised retry for those)."""
+    found = set()
     for row in rows:
         target = targets.get(row.get("channel") or "")
-        pairs.add((row["reason"], target if on_marketplace(target) else None))
-    said: dict[tuple[str, str], tuple[str, str | None]] = {}
-    for reason, target in sorted(pairs, key=lambda pair: (pair[0] or "", pair[1] or "")):
-        said.setdefault((reason, advice_words(reason, target)), (reason, target))
+        target = target if on_marketplace(target) else None
+        newer = newer_advised(row["reason"], target, bool(row.get("newer_version_sent")))
+        found.add((row["reason"], target, newer))
+    said: dict[tuple[str, str], tuple[str, str | None, bool]] = {}
+    for reason, target, newer in sorted(
+        found, key=lambda three: (three[0] or "", three[2], three[1] or "")
+    ):
+        advice = advice_words(reason, target, newer=newer)
+        said.setdefault((reason, advice), (reason, target, newer))
     return list(said.values())
 
 
@@ -182,6 +192,7 @@ class Core:
         self.env.globals["zone"] = config.display_tz
         self.env.globals["words"] = WORDS
         self.env.globals["reasons_on"] = reasons_on
+        self.env.globals["newer_advised"] = newer_advised
 
     # -- sessions, CSRF, language --------------------------------------------------------
 
