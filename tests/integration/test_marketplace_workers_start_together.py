@@ -12,10 +12,6 @@ started within it count each other."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,10 +19,9 @@ from typing import Any
 
 import pytest
 from marketsims import secret, ym_sim
-from sqlalchemy import Engine, select
+from mp_workers import mp_states, run_workers
 
-from exchange.db.engine import make_engine, transaction
-from exchange.db.schema import channels, deliveries
+from exchange.db.engine import make_engine
 from exchange.dev.testing import price_row, stage
 from exchange.dev.ymsim import ApiError, YmFaults, _YmHandler, channel_settings
 
@@ -39,50 +34,6 @@ pytestmark = [
 ]
 
 OFFERS = 4_000
-
-
-def _start_together(
-    db_url: str, channel: dict[str, Any], tmp_path: Path, *, workers: int, batch_size: int
-) -> list[str]:
-    """``workers`` ``exchange run --until-idle`` processes of channel ``mp``, started at once;
-    their output once all ended (exit 0 asserted)."""
-    procs = []
-    for name in (f"w{n}" for n in range(workers)):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
-        env.update(
-            {
-                "EXCHANGE_DATABASE_URL": db_url,
-                "EXCHANGE_CHANNELS": json.dumps({"mp": channel}),
-                "EXCHANGE_WORKER_ID": name,
-                "EXCHANGE_POLL_INTERVAL": "0.05",
-                "EXCHANGE_BATCH_SIZE": str(batch_size),
-                "EXCHANGE_LOG_LEVEL": "WARNING",
-            }
-        )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "exchange", "run", "--until-idle", "--max-seconds", "90"],
-                env=env,
-                cwd=tmp_path,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    outputs = [p.communicate(timeout=150)[0] for p in procs]
-    assert [0] * workers == [p.returncode for p in procs], outputs
-    return outputs
-
-
-def _states(engine: Engine) -> set[str]:
-    with transaction(engine, read_only=True) as connection:
-        return set(
-            connection.execute(
-                select(deliveries.c.state)
-                .join(channels, channels.c.id == deliveries.c.channel_id)
-                .where(channels.c.name == "mp")
-            ).scalars()
-        )
 
 
 def _counting(refusals: list[int], answer: Callable[..., Any]) -> Callable[..., Any]:
@@ -116,7 +67,9 @@ def test_two_yandex_market_workers_started_together_draw_no_420(
         # Requests of 500 offers (§3.3): batches of 2,000 make four at once a worker.
         stage(engine, [price_row(f"SKU-{n:04d}", 1, f"{900 + n}.00") for n in range(OFFERS)])
         channel = channel_settings(sim, secret(tmp_path, "ym-key", "ym-key-1234"))
-        outputs = _start_together(pg_url, channel, tmp_path, workers=2, batch_size=2000)
-        assert {"delivered"} == _states(engine), outputs
+        outputs = run_workers(
+            pg_url, channel, tmp_path, workers=2, batch_size=2000, max_seconds=90, timeout=150
+        )
+        assert {"delivered"} == mp_states(engine), outputs
         assert [] == refused, f"Yandex Market refused {len(refused)} request(s): {outputs}"
     engine.dispose()

@@ -10,80 +10,28 @@ the simulator on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
-from marketsims import ym_settings
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
+from ym_repeat_behind import a_repeat_behind_withheld, deliverer, refusing_repeats, states
 
-from exchange import app as bootstrap
-from exchange.cli.withheld_shown import withheld_entries
-from exchange.db.engine import transaction
-from exchange.db.schema import deliveries, messages
-from exchange.dev.simclock import SimClock
-from exchange.dev.testing import price_row, run_worker, stage
-from exchange.dev.ymsim import YmSimulator, YmSwitches
-from exchange.runner import run_until_idle
-from exchange.targets.yandex_market.target import YandexMarketTarget
+from exchange.dev.ymsim import YmSimulator
 
 
 @pytest.fixture
 def ym() -> Iterator[YmSimulator]:
-    # A minute lasts a second: Yandex applies an accepted price half a real second later.
-    switches = YmSwitches(apply_delay=30, repeat_price="refuse")
-    simulator = YmSimulator("ym-key-1234", 1001, clock=SimClock(60), switches=switches)
-    simulator.start()
-    yield simulator
-    simulator.stop()
-
-
-def states(engine: Engine) -> dict[int, tuple[str, str | None, str | None, int]]:
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(
-                messages.c.version,
-                deliveries.c.state,
-                deliveries.c.reason,
-                deliveries.c.last_error,
-                deliveries.c.attempts,
-            ).join(deliveries, deliveries.c.message_pk == messages.c.id)
-        )
-        return {v: (s, r, e, a) for v, s, r, e, a in rows}
+    with refusing_repeats() as simulator:
+        yield simulator
 
 
 def test_a_price_shown_already_while_yandex_lists_an_older_one_waits_and_the_older_stays_withheld(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:
-    settings = ym_settings(db_url, ym, tmp_path, ym_apply_timeout="3")
-
-    def deliver(rows: list[Any], seconds: float) -> None:
-        worker = bootstrap.worker(settings, engine, rng=random.Random(3))
-        sending = worker.loop.target
-        assert isinstance(sending, YandexMarketTarget)
-        sending.quarantine_wait = 0.2
-        stage(engine, rows)
-        run_worker(worker, lambda w: run_until_idle(w, max_seconds=seconds, poll_interval=0.05))
-
-    deliver([price_row("Y1", 1, "1000.00")], 10)
-    deliver([price_row("Y1", 2, "300.00")], 10)
-    assert "withheld" == states(engine)[2][0]
-    deliver([price_row("Y1", 3, "1000.00")], 3)
-
-    assert Decimal(300) == ym.quarantined()["Y1"].current.value, "Yandex still lists 300"
-    found = states(engine)
-    assert ("withheld", None) == found[2][:2], "v2 is still Yandex's to hold, never superseded"
-    state, _, said, attempts = found[3]
-    assert "delayed" == state, "never delivered while Yandex lists 300"
-    assert said is not None and "quarantine still holds value=300" in said, said
-    assert "should not confirm it" in said, said
-    assert 0 == attempts, "the wait is not charged"
-    # ``withheld list --json`` (and ``status``, the workbench) say v2 is not to be confirmed.
-    entries = {e["version"]: e for e in withheld_entries(engine)}
-    assert entries[2]["newer_waits_behind"] is True
+    deliver = deliverer(db_url, engine, ym, tmp_path, ym_apply_timeout="3")
+    a_repeat_behind_withheld(engine, ym, deliver, first=10, repeat=3, waiting={"delayed"})
 
     ym.price_in_cabinet("Y1", Decimal(1000))  # the seller sets the correct price: released
     deliver([], 5)

@@ -10,92 +10,40 @@ simulator on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
-from marketsims import ym_settings
 from rich.console import Console
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
+from ym_repeat_behind import a_repeat_behind_withheld, deliverer, refusing_repeats, states
 
-from exchange import app as bootstrap
-from exchange.cli.withheld_shown import withheld_entries, withheld_table
-from exchange.db.engine import transaction
-from exchange.db.schema import deliveries, messages
-from exchange.dev.simclock import SimClock
-from exchange.dev.testing import price_row, run_worker, stage
-from exchange.dev.ymsim import YmSimulator, YmSwitches
-from exchange.runner import run_until_idle
-from exchange.targets.yandex_market.target import YandexMarketTarget
+from exchange.cli.withheld_shown import withheld_table
+from exchange.dev.ymsim import YmSimulator
 from exchange.words import detail_words
 
 
 @pytest.fixture(params=["last-valid", "new"])
 def ym(request: pytest.FixtureRequest) -> Iterator[YmSimulator]:
-    # A minute lasts a second: Yandex applies an accepted price half a real second later.
     # Below 500 is LOW_PRICE (withheld); no PRICE_CHANGE, so 1000 after 300 goes live.
-    switches = YmSwitches(
-        apply_delay=30,
-        repeat_price="refuse",
-        readback_quarantined=request.param,
-        quarantine_change=None,
-    )
-    simulator = YmSimulator("ym-key-1234", 1001, clock=SimClock(60), switches=switches)
-    simulator.market_min["Y1"] = Decimal(500)
-    simulator.start()
-    yield simulator
-    simulator.stop()
-
-
-def states(engine: Engine) -> dict[int, tuple[str, str | None, str | None, int]]:
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(
-                messages.c.version,
-                deliveries.c.state,
-                deliveries.c.reason,
-                deliveries.c.last_error,
-                deliveries.c.attempts,
-            ).join(deliveries, deliveries.c.message_pk == messages.c.id)
-        )
-        return {v: (s, r, e, a) for v, s, r, e, a in rows}
+    with refusing_repeats(readback_quarantined=request.param, quarantine_change=None) as simulator:
+        simulator.market_min["Y1"] = Decimal(500)
+        yield simulator
 
 
 def test_a_repeat_behind_a_withheld_price_waits_uncharged_whatever_the_read_back_shows(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:
-    settings = ym_settings(db_url, ym, tmp_path, ym_apply_timeout="2")
-
-    def deliver(rows: list[Any], seconds: float) -> None:
-        worker = bootstrap.worker(settings, engine, rng=random.Random(3))
-        sending = worker.loop.target
-        assert isinstance(sending, YandexMarketTarget)
-        sending.quarantine_wait = 0.2
-        stage(engine, rows)
-        run_worker(worker, lambda w: run_until_idle(w, max_seconds=seconds, poll_interval=0.05))
-
-    deliver([price_row("Y1", 1, "1000.00")], 20)
-    deliver([price_row("Y1", 2, "300.00")], 20)
-    assert "withheld" == states(engine)[2][0]
-    # Five timeouts and more: the old code had sent 1000 again, charged, up to retry-limit.
-    deliver([price_row("Y1", 3, "1000.00")], 14)
-
-    assert Decimal(300) == ym.quarantined()["Y1"].current.value, "Yandex still lists 300"
-    found = states(engine)
-    assert ("withheld", None) == found[2][:2], "v2 is still Yandex's to hold, never superseded"
-    state, reason, said, attempts = found[3]
-    # Delayed until the next look; or, where the run's time ran out while a look was out (a
-    # loaded CI run), handed back uncharged (``new``): waiting either way, never quarantined.
-    assert state in {"delayed", "new"}, (state, reason, said)
-    assert said is not None and "quarantine still holds value=300" in said, said
-    assert "should not confirm it" in said, said
-    assert 0 == attempts, "the wait is not charged"
-    entries = {e["version"]: e for e in withheld_entries(engine)}
-    assert entries[2]["newer_waits_behind"] is True, "v2 is said not to be confirmed"
+    deliver = deliverer(db_url, engine, ym, tmp_path, ym_apply_timeout="2")
+    # v3 gets five timeouts and more: the old code had sent 1000 again, charged, up to
+    # retry-limit. Now it is delayed until the next look; or, where the run's time ran out
+    # while a look was out (a loaded CI run), handed back uncharged (``new``): waiting either
+    # way, never quarantined.
+    said = a_repeat_behind_withheld(
+        engine, ym, deliver, first=20, repeat=14, waiting={"delayed", "new"}
+    )
     # ``withheld list`` (and ``status``): not «wait for the newer to land», which it cannot.
     console = Console(width=2000, record=True)
     console.print(withheld_table(engine, "ru", "UTC", limit=None))

@@ -9,20 +9,15 @@ worker hears lowers the business's places for all of them (pace.py ``parallel_he
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from marketsims import secret, ym_sim
-from sqlalchemy import Engine, select
+from mp_workers import mp_states, run_workers
+from sqlalchemy import Engine
 
-from exchange.db.engine import transaction
-from exchange.db.schema import channels, deliveries
 from exchange.dev.testing import price_row, stage
 from exchange.dev.ymsim import ApiError, YmFaults, YmSimulator, _YmHandler, channel_settings
 
@@ -65,41 +60,10 @@ def deliver_with_workers(
     simulator."""
     prices = {f"SKU-{n:04d}": Decimal(f"{900 + n}.00") for n in range(PRICES)}
     stage(engine, [price_row(sku, 1, f"{value}") for sku, value in prices.items()])
-    procs = []
-    for name in (f"w{n}" for n in range(workers)):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
-        env.update(
-            {
-                "EXCHANGE_DATABASE_URL": db_url,
-                "EXCHANGE_CHANNELS": json.dumps({"mp": channel}),
-                "EXCHANGE_WORKER_ID": name,
-                "EXCHANGE_POLL_INTERVAL": "0.05",
-                "EXCHANGE_BATCH_SIZE": "250",
-                "EXCHANGE_LOG_LEVEL": "WARNING",
-            }
-        )
-        command = ["run", "--until-idle", "--max-seconds", "150"]
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "exchange", *command],
-                env=env,
-                cwd=directory,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    outputs = [p.communicate(timeout=200)[0] for p in procs]
-    assert [0] * workers == [p.returncode for p in procs], outputs
-    with transaction(engine, read_only=True) as connection:
-        states = set(
-            connection.execute(
-                select(deliveries.c.state)
-                .join(channels, channels.c.id == deliveries.c.channel_id)
-                .where(channels.c.name == "mp")
-            ).scalars()
-        )
-    assert {"delivered"} == states, outputs
+    outputs = run_workers(
+        db_url, channel, directory, workers=workers, batch_size=250, max_seconds=150, timeout=200
+    )
+    assert {"delivered"} == mp_states(engine), outputs
     lives = sim.lives()
     live = {sku: None if lives.get(sku) is None else lives[sku].value for sku in prices}
     assert prices == live

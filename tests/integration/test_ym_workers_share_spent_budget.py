@@ -15,19 +15,14 @@ simulated minutes (under load; the bound below was met by chance)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 from marketsims import secret, ym_sim
-from sqlalchemy import Engine, select
+from mp_workers import mp_states, run_workers
+from sqlalchemy import Engine
 
-from exchange.db.engine import transaction
-from exchange.db.schema import channels, deliveries
 from exchange.dev.testing import price_row, stage
 from exchange.dev.ymsim import UPDATE_RESOURCE, ApiError, _YmHandler, channel_settings
 
@@ -64,47 +59,9 @@ def test_a_spent_budget_heard_by_one_worker_holds_every_worker(
         channel = channel_settings(sim, secret(tmp_path, "ym-key", "ym-key-1234"))
         sim.budgets[UPDATE_RESOURCE].limit = CABINET
         stage(engine, [price_row(f"SKU-{n:04d}", 1, f"{900 + n}.00") for n in range(PRICES)])
-        procs = []
-        for name in (f"w{n}" for n in range(WORKERS)):
-            env = {k: v for k, v in os.environ.items() if not k.startswith("EXCHANGE_")}
-            env.update(
-                {
-                    "EXCHANGE_DATABASE_URL": db_url,
-                    "EXCHANGE_CHANNELS": json.dumps({"mp": channel}),
-                    "EXCHANGE_WORKER_ID": name,
-                    "EXCHANGE_POLL_INTERVAL": "0.05",
-                    "EXCHANGE_BATCH_SIZE": "500",
-                    "EXCHANGE_LOG_LEVEL": "WARNING",
-                }
-            )
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "exchange",
-                        "run",
-                        "--until-idle",
-                        "--max-seconds",
-                        "150",
-                    ],
-                    env=env,
-                    cwd=tmp_path,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                )
-            )
-        outputs = [p.communicate(timeout=200)[0] for p in procs]
-    assert [0] * WORKERS == [p.returncode for p in procs], outputs
-    with transaction(engine, read_only=True) as connection:
-        states = set(
-            connection.execute(
-                select(deliveries.c.state)
-                .join(channels, channels.c.id == deliveries.c.channel_id)
-                .where(channels.c.name == "mp")
-            ).scalars()
+        outputs = run_workers(
+            db_url, channel, tmp_path, workers=WORKERS, batch_size=500, max_seconds=150, timeout=200
         )
-    assert {"delivered"} == states, outputs
+    assert {"delivered"} == mp_states(engine), outputs
     budget = sum(n for said, n in refused.items() if "parallel" not in said)
     assert budget <= WORKERS, f"420s for the budget: {refused}"
