@@ -12,10 +12,7 @@ started within it count each other."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from marketsims import secret, ym_sim
@@ -34,17 +31,6 @@ pytestmark = [
 ]
 
 OFFERS = 4_000
-
-
-def _counting(refusals: list[int], answer: Callable[..., Any]) -> Callable[..., Any]:
-    lock = threading.Lock()
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        with lock:
-            refusals.append(1)
-        return answer(*args, **kwargs)
-
-    return counted
 
 
 def test_two_yandex_market_workers_started_together_draw_no_420(
