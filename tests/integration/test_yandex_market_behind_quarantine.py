@@ -64,7 +64,6 @@ def test_a_price_shown_already_while_yandex_lists_an_older_one_waits_and_the_old
         worker = bootstrap.worker(settings, engine, rng=random.Random(3))
         sending = worker.loop.target
         assert isinstance(sending, YandexMarketTarget)
-        sending.quarantine_wait = 0.2
         stage(engine, rows)
         run_worker(worker, lambda w: run_until_idle(w, max_seconds=seconds, poll_interval=0.05))
 
