@@ -2585,6 +2585,28 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
+        # the same where the read-back showed another price than this one (the quarantine
+        # naming this one the last valid price; ``readback_quarantined=new``, or a confirm
+        # landing between the list and the read-back): what each said, never «уже действовала»
+        r"At the last look, Yandex Market's read-back showed value=(?P<s>\S+) for offer "
+        r"(?P<o>.+?), but its price quarantine still holds (?P<h>.+) for it and names "
+        r"value=(?P<v>\S+), this price, as the last valid one: buyers see (?P=v) until the "
+        r"held price is confirmed in the cabinet, which would put it live in place of "
+        r"(?P=v)\. The seller should not confirm it but leave it, or set (?P=v) in the cabinet "
+        r"\(a correct price releases the quarantine\); this price waits, uncharged, until the "
+        r"quarantine no longer lists the offer, and is sent again over the held one should "
+        r"that be confirmed",
+        N_(
+            "At the last look, Yandex Market's read-back showed value={s} for offer {o}, but its "
+            "price quarantine still holds {h} for it and names value={v}, this price, as the "
+            "last valid one: buyers see {v} until the held price is confirmed in the cabinet, "
+            "which would put it live in place of {v}. The seller should not confirm it but "
+            "leave it, or set {v} in the cabinet (a correct price releases the quarantine); "
+            "this price waits, uncharged, until the quarantine no longer lists the offer, and "
+            "is sent again over the held one should that be confirmed"
+        ),
+    ),
+    (
         r"Yandex Market withholds another price of offer (?P<o>.+?) in its price quarantine, "
         r"(?P<h>.+), not this update's value=(?P<v>\S+), which it has not applied yet; read "
         r"back in (?P<w>\S+) s",

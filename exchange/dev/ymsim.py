@@ -61,6 +61,7 @@ import re
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -548,6 +549,10 @@ class YmSimulator(LoopbackServer):
         self._history: dict[str, list[Decimal]] = collections.defaultdict(list)
         self._applied: dict[str, list[Price]] = collections.defaultdict(list)
         self._state = threading.RLock()
+        # A test's hand in the cabinet at a moment it chooses (a seller's confirmation landing
+        # between two of a client's requests, say): told each request's method, once the
+        # request is authenticated and before it is served. Not a behaviour of Yandex's.
+        self.on_request: Callable[[str], None] | None = None
 
     # -- bookkeeping for tests ------------------------------------------------------------------
 
@@ -766,11 +771,13 @@ class YmSimulator(LoopbackServer):
 
     def confirm(self, offer_ids: list[str]) -> None:
         """§3.4 confirmBusinessPrices: the quarantined price goes live (as any price does,
-        after the apply delay); an offer not in quarantine is left as it is."""
-        for offer_id in offer_ids:
-            offer = self.offers.get(offer_id)
-            if offer is not None and offer.quarantine is not None:
-                self._schedule(offer_id, offer.quarantine.current, confirmed=True)
+        after the apply delay); an offer not in quarantine is left as it is. The seller's
+        confirmation in the cabinet too (a test's, between requests)."""
+        with self._state:
+            for offer_id in offer_ids:
+                offer = self.offers.get(offer_id)
+                if offer is not None and offer.quarantine is not None:
+                    self._schedule(offer_id, offer.quarantine.current, confirmed=True)
 
 
 # -- JSON with decimals ----------------------------------------------------------------------------
@@ -846,6 +853,8 @@ class _YmHandler(Handler):
         except ApiError as error:
             self.fail(error, {})
             return
+        if sim.on_request is not None:
+            sim.on_request(method)
         with sim._state:
             parallel = sim.switches.parallel
             if sim.in_flight >= parallel:  # §3.3 global parallelism, every method counts

@@ -528,6 +528,27 @@ def test_a_price_set_in_the_cabinet_ends_the_quarantine(ym: YmSimulator) -> None
     assert Decimal(1000) == read(ym, "A")["A"]["value"]
 
 
+def test_a_tests_hand_in_the_cabinet_acts_before_the_request_it_names(ym: YmSimulator) -> None:
+    """For tests, not Yandex's: ``on_request`` is told each request's method before it is
+    served, so a seller's confirmation in the cabinet can land between two of a client's
+    requests: the quarantine list read after it no longer names the offer, and the read-back
+    shows the price confirmed."""
+    update(ym, offer("A", 1000))
+    update(ym, offer("A", 100))
+    assert ["A"] == list(ym.quarantined())
+    told: list[str] = []
+
+    def seller(method: str) -> None:
+        told.append(method)
+        if method == "price-quarantine":
+            ym.confirm(["A"])  # applied at once: no apply delay here
+
+    ym.on_request = seller
+    assert [] == body(post(ym, QUARANTINE, {"offerIds": ["A"]}))["result"]["offers"]
+    assert Decimal(100) == read(ym, "A")["A"]["value"]
+    assert ["price-quarantine", "offer-prices"] == told
+
+
 # -- faults (research §3.3, §3.4) ----------------------------------------------------------------
 
 

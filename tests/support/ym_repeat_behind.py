@@ -66,14 +66,13 @@ def deliverer(
 ) -> Callable[[list[Any], float], None]:
     """``deliver(rows, seconds)``: ``rows`` staged, then a new worker of the one Yandex Market
     installation against ``ym`` (``more``: other settings) run until idle for at most
-    ``seconds``, looking at the quarantine again 0.2 s after a wait."""
+    ``seconds`` (it looks at the quarantine again ``ym_apply_timeout`` / 10 after a wait)."""
     settings = ym_settings(db_url, ym, directory, **more)
 
     def deliver(rows: list[Any], seconds: float) -> None:
         worker = bootstrap.worker(settings, engine, rng=random.Random(3))
         sending = worker.loop.target
         assert isinstance(sending, YandexMarketTarget)
-        sending.quarantine_wait = 0.2
         stage(engine, rows)
         run_worker(worker, lambda w: run_until_idle(w, max_seconds=seconds, poll_interval=0.05))
 

@@ -14,4 +14,4 @@ BEHIND = "but its price quarantine still holds"
 def waits_behind(detail: str | None) -> bool:
     """Whether a delivery's last words (a marketplace's ``behind_words``) say it waits behind a
     price the marketplace's quarantine holds for its good."""
-    return detail is not None and f"already, {BEHIND} " in detail
+    return detail is not None and f", {BEHIND} " in detail

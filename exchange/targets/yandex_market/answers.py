@@ -118,13 +118,31 @@ class ApiError:
     message: str
 
 
-def behind_words(offer: str, value: str, held: str) -> str:
+def behind_words(offer: str, value: str, held: str, *, shown: str | None = None) -> str:
     """The wait of ``value``, which Yandex shows for ``offer`` already (a repeat refused "already
     set"), behind ``held`` (``_Listed.said``: the price and its verdicts), the price Yandex's
     quarantine still lists for the offer (review ym34): confirmed in the cabinet, the held price
     would go live over this one (§3.4); a correct price set there releases the quarantine. Said
     of the last look: a confirmation in the cabinet since may have put the held price live
-    (review rev35ym, WORDS 3: ``find`` said 1000 was live while Yandex showed 300)."""
+    (review rev35ym, WORDS 3: ``find`` said 1000 was live while Yandex showed 300).
+
+    ``shown``: the value the read-back showed where it is not ``value`` (the list naming
+    ``value`` as the last valid price; the simulator's ``readback_quarantined=new``, or a
+    confirmation landing between the list and the read-back): the words say what the
+    read-back showed and that buyers see ``value``, the last valid price, until the held one
+    is confirmed, never that Yandex held ``value`` already (the held price is the
+    quarantined one)."""
+    if shown is not None:
+        return (
+            f"At the last look, Yandex Market's read-back showed value={shown} for offer "
+            f"{offer!r}, {BEHIND} {held} for it and names value={value}, this price, as the "
+            f"last valid one: buyers see {value} until the held price is confirmed in the "
+            f"cabinet, which would put it live in place of {value}. The seller should not "
+            f"confirm it but leave it, or set {value} in the cabinet (a correct price releases "
+            "the quarantine); this price waits, "
+            "uncharged, until the quarantine no longer lists the offer, and is sent again over "
+            "the held one should that be confirmed"
+        )
     return (
         f"At the last look, Yandex Market held value={value} for offer {offer!r} already, "
         f"{BEHIND} {held} for "

@@ -307,6 +307,17 @@ class _Read:
     shown: dict[str, Decimal]
 
 
+@dataclass(slots=True)
+class _Looked:
+    """Yandex's quarantine list as read before the read-back it judges (``_look_first``):
+    the offers listed; those the list could not be read for (``unread``), and why
+    (``cannot``: None when every offer was read)."""
+
+    listed: dict[str, _Listed]
+    unread: set[str] = field(default_factory=set)
+    cannot: Classification | None = None
+
+
 class EarlierSends(OfferHolders, Protocol):
     """The port the target reads the channel's earlier updates of a SKU through, whichever
     worker sent them (``exchange.db.sent_times``; a channel of its name dropped since
@@ -428,7 +439,6 @@ class YandexMarketTarget:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_offers: int = MAX_OFFERS,
         channel_said: str | None = None,
-        quarantine_wait: float = 300.0,
         spent: Callable[[str], SharedHold] | None = None,
         slots: SharedSlots = NO_SHARED_SLOTS,
         past_until: float = PAST_UNTIL,
@@ -440,8 +450,6 @@ class YandexMarketTarget:
         database (another worker's, or this one's before a restart or a timeout).
         ``channel_said``: what its words call the channel (``Channel.said``: "channel ym
         (Yandex Market)" under EXCHANGE_CHANNELS); without it, the marketplace's name.
-        ``quarantine_wait``: seconds between looks while a price Yandex shows already waits
-        behind another its quarantine lists for the offer (``_in_force``).
         ``spent``: a method's budget spent as any worker of the business heard Yandex say it
         (``SharedHold`` by method: until when, and the budget a 420 named); without it, this
         process's own hearing only. ``slots``: the business's ``ym_parallel`` places, one
@@ -468,7 +476,6 @@ class YandexMarketTarget:
         self.currency_id = RUR if currency == "RUB" else currency
         self.articles = articles
         self.apply_timeout = apply_timeout
-        self.quarantine_wait = quarantine_wait
         self.known = known
         self.waiting = waiting
         self.earlier = earlier
@@ -651,7 +658,8 @@ class YandexMarketTarget:
                 to_send += group
         if to_send:
             # An offer without its value (or breaking a rule) while a price of its SKU waits
-            # for its retry waits for it, looked at again as often as an accepted one is read.
+            # for its retry waits for it, looked at again as often as an accepted one is read
+            # at most (``_look_every``).
             built = await shared.gather(
                 to_send,
                 self.channel,
@@ -660,7 +668,7 @@ class YandexMarketTarget:
                 rule=_rule,
                 waiting=self.waiting,
                 now=self._now(),
-                most=self._wait(8),
+                most=self._look_every(),
             )
             answers_.update(built.answers)
             again = self._without_replaced(along, answers_)
@@ -1547,25 +1555,29 @@ class YandexMarketTarget:
         item carried a new discount base beside a new value, only the discount base takes it,
         and the value goes again without it, not charged (``shared.spread_rule``)."""
         rules = rules or {}
+        offers = sorted({i.offer for i in named})
+        # The list before the read-back (``_look_first``): a confirmation landing between
+        # them never has a price called delivered while the held one is live.
+        looked = await self._look_first(offers)
         try:
-            shown = await self._read_back(sorted({i.offer for i in named}))
+            shown = await self._read_back(offers)
         except _Whole:
             shown = {}
         waiting: dict[str, str] = {}
         in_force: list[_Item] = []
-        other_shown: list[_Item] = []
+        other_shown: list[tuple[_Item, Decimal]] = []
         for item in named:
             seen = shown.get(item.offer)
             if seen is not None and _shows(seen, item.fields):
                 in_force.append(item)  # settled by the quarantine list (``_in_force``)
             elif (
                 seen is not None
-                and seen.shown.get("value") is not None
+                and (other := seen.shown.get("value")) is not None
                 and item.fields.get("value") is not None
                 and answers.already_set(said[item.offer])
             ):
-                other_shown.append(item)  # the read-back may show a withheld price
-        out = await self._in_force(in_force, said, other_shown)
+                other_shown.append((item, other))  # the read-back may show a withheld price
+        out = self._in_force(in_force, said, looked, other_shown)
         for item in named:
             words = said[item.offer]
             if item in in_force or all(m.message_id in out for m in item.carried):
@@ -1604,52 +1616,68 @@ class YandexMarketTarget:
         self, items: list[_Item], words: str
     ) -> tuple[dict[str, Classification], list[_Item]]:
         """Of items a 400 naming none refused after an earlier 400 (which may have taken
-        them, §8), those the read-back shows as sent are delivered; the rest returned."""
+        them, §8), those the read-back shows as sent are settled by the quarantine list, read
+        before it (``_look_first``, ``_in_force``); the rest returned."""
+        offers = sorted({i.offer for i in items})
+        looked = await self._look_first(offers)
         try:
-            shown = await self._read_back(sorted({i.offer for i in items}))
+            shown = await self._read_back(offers)
         except _Whole:
             return {}, items
         held = [i for i in items if _shows(shown.get(i.offer), i.fields)]
         rest = [i for i in items if i not in held]
-        return await self._in_force(held, {i.offer: words for i in held}), rest
+        return self._in_force(held, {i.offer: words for i in held}, looked), rest
 
-    async def _in_force(
+    async def _look_first(self, offers: list[str]) -> _Looked:
+        """Yandex's quarantine list for ``offers``, read before the read-back that
+        ``_in_force`` judges beside it. Read after it, a seller's confirmation landing between
+        the two (1C's 1000 live, 300 held, 1000 again refused "already set") left the read-back
+        showing 1000 and the list empty: 1000 was called delivered while 300 went live. Read
+        first, the list names 300 while it is held, and a confirmation landing after it shows
+        300 in the read-back (then 1000 waits, ``other_shown``), never 1000 called delivered
+        on a list read before 300 went live. A list that cannot be read decides nothing: the
+        offers it missed are read again (``_in_force``)."""
+        if not offers:
+            return _Looked({})
+        try:
+            return _Looked(await self._quarantined(offers))
+        except _Whole as whole:
+            return _Looked(whole.listed, set(offers) - whole.listed_asked, whole.classification)
+
+    def _in_force(
         self,
         items: list[_Item],
         said: Mapping[str, str],
-        other_shown: Sequence[_Item] = (),
+        looked: _Looked,
+        other_shown: Sequence[tuple[_Item, Decimal]] = (),
     ) -> dict[str, Classification]:
         """Items a 400 refused (``said``: offer -> its words) whose read-back shows each field
         as sent (a price already set, refused as a repeat: §3.5 leaves open whether Yandex
         refuses one, the simulator's ``repeat_price``). The read-back shows the last valid
-        price while Yandex's quarantine withholds another (§3.4), so the quarantine list is
-        read for them too: listing nothing, the price is delivered; listing this price,
+        price while Yandex's quarantine withholds another (§3.4), so the quarantine list,
+        ``looked``, read before the read-back (``_look_first``), settles them: listing nothing,
+        the price is delivered; listing this price,
         withheld; listing another (1C's 1000 live, 300 withheld, 1000 again refused "already
         set": Yandex keeps 300 listed, which a seller's confirmation would put live over 1000,
-        review ym34), this price waits, uncharged (``AWAITING``, a look every
-        ``quarantine_wait`` seconds: sent again, as the receipt ``REFUSED`` says, at the cost
-        of one offer of the minute), and the earlier version stays withheld, its row saying it
+        review ym34), this price waits, uncharged (``AWAITING``, a look every ``_look_every``
+        seconds: sent again, as the receipt ``REFUSED`` says, at the cost of one offer of the
+        minute), and the earlier version stays withheld, its row saying it
         is not to be confirmed (``ops.withheld_behind``); as Wildberries' ``_behind_quarantine``.
         A list that cannot be read: read again, never delivered on the read-back alone.
 
-        ``other_shown``: items refused "already set" whose read-back shows another price. The
-        research does not say whether the read-back of a withheld offer shows the price buyers
-        see or the one withheld (the simulator's ``readback_quarantined=new``): where the list
-        withholds another price and names this item's value as the last valid one, the item
-        waits behind it as above (review rev35ym: never sent again as not applied, charged,
-        until ``retry-limit``); any other is left out of the answer, for the caller to
-        decide."""
+        ``other_shown``: items refused "already set" whose read-back shows another price (each
+        with the value it shows). The research does not say whether the read-back of a
+        withheld offer shows the price buyers see or the one withheld (the simulator's
+        ``readback_quarantined=new``): where the list withholds another price and names this
+        item's value as the last valid one, the item waits behind it as above (review rev35ym:
+        never sent again as not applied, charged, until ``retry-limit``), its words saying
+        what the read-back showed and that buyers see the last valid price until the held one
+        is confirmed, never that Yandex held this price already (``answers.behind_words``);
+        any other is left out of the answer, for the caller to decide."""
         if not items and not other_shown:
             return {}
-        offers = sorted({i.offer for i in [*items, *other_shown]})
-        unread: set[str] = set()
-        cannot: Classification | None = None
-        try:
-            listed = await self._quarantined(offers)
-        except _Whole as whole:
-            listed, cannot = whole.listed, whole.classification
-            unread = set(offers) - whole.listed_asked
-        wait = float(max(1, math.ceil(self.quarantine_wait)))
+        listed, unread, cannot = looked.listed, looked.unread, looked.cannot
+        wait = float(max(1, math.ceil(self._look_every())))
 
         def read_again() -> Classification:
             assert cannot is not None
@@ -1663,12 +1691,15 @@ class YandexMarketTarget:
                 receipt=REFUSED,
             )
 
-        def behind(item: _Item, entry: _Listed) -> Classification:
+        def behind(item: _Item, entry: _Listed, shown: Decimal | None = None) -> Classification:
             value = item.fields.get("value")
             return Classification(
                 Verdict.AWAITING,
                 answers.behind_words(
-                    item.offer, number(value) if value is not None else "?", entry.said()
+                    item.offer,
+                    number(value) if value is not None else "?",
+                    entry.said(),
+                    shown=number(shown) if shown is not None and shown != value else None,
                 ),
                 http_status=400,
                 again_in=wait,
@@ -1701,7 +1732,7 @@ class YandexMarketTarget:
             else:
                 verdict = behind(item, entry)
             out.update((m.message_id, verdict) for m in item.carried)
-        for item in other_shown:
+        for item, other in other_shown:
             entry = listed.get(item.offer)
             value = item.fields.get("value")
             if cannot is not None and item.offer in unread:
@@ -1712,7 +1743,7 @@ class YandexMarketTarget:
                 and not entry.holds(value)
                 and entry.last_valid == value
             ):
-                verdict = behind(item, entry)
+                verdict = behind(item, entry, other)
             else:
                 continue
             out.update((m.message_id, verdict) for m in item.carried)
@@ -1722,6 +1753,19 @@ class YandexMarketTarget:
         """Seconds before the next read-back of an accepted item: ``ym_apply_timeout``/40, then
         doubling, at most ``ym_apply_timeout``/10."""
         return float(min(self.apply_timeout / 10, (self.apply_timeout / 40) * 2.0 ** min(reads, 8)))
+
+    def _look_every(self) -> float:
+        """Seconds between looks of a price that waits on Yandex or 1C rather than on its own
+        read-back, one decision for them all: a rule's wait for another price of its SKU
+        (``shared.gather``'s ``most``) and a wait behind a price Yandex's quarantine holds
+        (``_in_force``), each at most as long as the longest wait between read-backs of an
+        accepted price (``_wait``: ``ym_apply_timeout``/10, a minute at Yandex's ten). So a
+        seller's confirmation of the held price in the cabinet is followed by 1C's newer price
+        within a look (review: 300 was live 4 min 11 s while the wait behind the quarantine
+        looked every 300 s). Within the budget: a look costs the waiting offer one offer of
+        the updates' minute, of the list's and of the read-back's (10,000 each), and the pace
+        holds whatever goes beyond, uncharged (``answers.budget_held``)."""
+        return self._wait(8)
 
     def _read_again(self, a: _Accepted, whole: _Whole) -> float:
         """Seconds until an accepted item whose read ``whole`` stopped is read again: held by
