@@ -767,7 +767,20 @@ class YandexMarketTarget:
                 price = self._read(message)
                 if not replaced or isinstance(price, Classification):
                     continue
-                prices = {f: a for f, a in accepted.fields.items() if f not in replaced}
+                # The replaced price as none (discountBase 0: left out of the update), never
+                # dropped from the fields: the read-back then checks Yandex shows no
+                # discountBase beside the value. Dropped, only the value was compared, and the
+                # earlier update (value with the replaced 1200), landing after this one
+                # (§3.5: no order promised; ymsim ``apply_order=newest-first``), was read back
+                # as this one delivered (review rev35re: 1100 beside 1200, ``find`` said
+                # delivered).
+                prices = dict(accepted.fields)
+                for name in replaced:
+                    none = DEPENDENT[name]
+                    if none is None:
+                        prices.pop(name, None)
+                    else:
+                        prices[name] = none
                 out.append(
                     shared.Item(
                         price.sku,
@@ -1568,7 +1581,7 @@ class YandexMarketTarget:
         other_shown: list[tuple[_Item, Decimal]] = []
         for item in named:
             seen = shown.get(item.offer)
-            if seen is not None and _shows(seen, item.fields):
+            if seen is not None and _shows(seen, item.fields, self.price_types.values()):
                 in_force.append(item)  # settled by the quarantine list (``_in_force``)
             elif (
                 seen is not None
@@ -1607,7 +1620,8 @@ class YandexMarketTarget:
             [
                 i
                 for i in named
-                if i.offer not in waiting and not _shows(shown.get(i.offer), i.fields)
+                if i.offer not in waiting
+                and not _shows(shown.get(i.offer), i.fields, self.price_types.values())
             ]
         )
         return out
@@ -1624,7 +1638,8 @@ class YandexMarketTarget:
             shown = await self._read_back(offers)
         except _Whole:
             return {}, items
-        held = [i for i in items if _shows(shown.get(i.offer), i.fields)]
+        mapped = self.price_types.values()
+        held = [i for i in items if _shows(shown.get(i.offer), i.fields, mapped)]
         rest = [i for i in items if i not in held]
         return self._in_force(held, {i.offer: words for i in held}, looked), rest
 
@@ -1826,7 +1841,8 @@ class YandexMarketTarget:
         shown_as_sent = {
             m.message_id
             for m, a in pending
-            if (seen := shown.get(a.offer)) is not None and _shows(seen, a.fields)
+            if (seen := shown.get(a.offer)) is not None
+            and _shows(seen, a.fields, self.price_types.values())
         }
         as_sent = {
             m.message_id
@@ -2548,12 +2564,18 @@ def _landed_late(seen: _Read | None, a: _Accepted) -> str | None:
     return None
 
 
-def _shows(seen: _Read | None, fields: Mapping[str, Decimal]) -> bool:
+def _shows(
+    seen: _Read | None, fields: Mapping[str, Decimal], mapped: Iterable[str | None] = ()
+) -> bool:
     """Whether the read-back shows each field as sent (no discount or no minimum sent: none
-    shown)."""
+    shown). ``mapped``: the fields the channel maps (``ym_price_types``): one of them the
+    update left out (``discountBase``, ``minimumForBestseller``) was dropped by Yandex
+    (§3.1, §3.6.2), so none is shown once it lands; one shown all the same is an earlier
+    update's, landed after it (§3.5), and the update is not shown (review rev35re)."""
     if seen is None:
         return False
-    for name, sent in fields.items():
+    absent = {n: Decimal(0) for n in FIELDS[1:] if n in set(mapped) and n not in fields}
+    for name, sent in {**fields, **absent}.items():
         shown = seen.shown.get(name)
         if name in FIELDS[1:] and not sent:
             if shown:
