@@ -32,14 +32,14 @@ import pytest
 from marketsims import ym_settings
 from rich.console import Console
 from sqlalchemy import Engine, select
+from ym_repeat_behind import refusing_repeats, states
 
 from exchange import app as bootstrap
 from exchange.cli.withheld_shown import withheld_entries, withheld_table
 from exchange.db.engine import transaction
-from exchange.db.schema import deliveries, history, messages
-from exchange.dev.simclock import SimClock
+from exchange.db.schema import history, messages
 from exchange.dev.testing import price_row, run_worker, stage
-from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.dev.ymsim import YmSimulator
 from exchange.runner import run_until_idle
 from exchange.targets.marketplace.behind import waits_behind
 from exchange.words import detail_words
@@ -50,59 +50,30 @@ APPLY = 0.5  # the simulator's apply delay in real seconds (30 simulated at 60x)
 # 1000 live after 300 went live: a look that may still find 300 held (the confirmation not
 # applied yet), the next that sends 1000, Yandex applying it; room for a loaded CI run. The
 # old wait looked every 300 s.
-BOUND = 2 * LOOK + APPLY + 5.0
+BOUND = 2 * LOOK + APPLY + 10.0
 
 
-def make_ym(readback: str) -> YmSimulator:
+def make_ym(readback: str) -> Iterator[YmSimulator]:
     # A minute lasts a second: Yandex applies an accepted price half a real second later.
     # Below 500 is LOW_PRICE (withheld); no PRICE_CHANGE, so 1000 after 300 goes live.
-    switches = YmSwitches(
-        apply_delay=30,
-        repeat_price="refuse",
-        readback_quarantined=readback,
-        quarantine_change=None,
-    )
-    simulator = YmSimulator("ym-key-1234", 1001, clock=SimClock(60), switches=switches)
-    simulator.market_min["Y1"] = Decimal(500)
-    return simulator
+    with refusing_repeats(readback_quarantined=readback, quarantine_change=None) as simulator:
+        simulator.market_min["Y1"] = Decimal(500)
+        yield simulator
 
 
 @pytest.fixture(params=["last-valid", "new"])
 def ym(request: pytest.FixtureRequest) -> Iterator[YmSimulator]:
-    simulator = make_ym(request.param)
-    simulator.start()
-    yield simulator
-    simulator.stop()
+    yield from make_ym(request.param)
 
 
 @pytest.fixture
 def ym_new() -> Iterator[YmSimulator]:
-    simulator = make_ym("new")
-    simulator.start()
-    yield simulator
-    simulator.stop()
+    yield from make_ym("new")
 
 
 @pytest.fixture
 def ym_last_valid() -> Iterator[YmSimulator]:
-    simulator = make_ym("last-valid")
-    simulator.start()
-    yield simulator
-    simulator.stop()
-
-
-def states(engine: Engine) -> dict[int, tuple[str, str | None, str | None, int]]:
-    with transaction(engine, read_only=True) as connection:
-        rows = connection.execute(
-            select(
-                messages.c.version,
-                deliveries.c.state,
-                deliveries.c.reason,
-                deliveries.c.last_error,
-                deliveries.c.attempts,
-            ).join(deliveries, deliveries.c.message_pk == messages.c.id)
-        )
-        return {v: (s, r, e, a) for v, s, r, e, a in rows}
+    yield from make_ym("last-valid")
 
 
 def events(engine: Engine, version: int) -> list[tuple[str | None, str | None]]:
