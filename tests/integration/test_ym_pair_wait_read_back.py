@@ -56,12 +56,20 @@ async def cycles(worker: Worker, seconds: float) -> None:
 
 
 def _scenario(
-    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str,
+    engine: Engine,
+    ym: YmSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    along: bool = False,
 ) -> dict[str, Any]:
     """1000/1200 delivered; 1C's 1100, then (the moment Yandex accepts it) 1C's discountBase
     1150; the worker runs until the wait for 1C's next package is over and two seconds more.
     What was seen: the update requests counted before 1100, the states and the offer shown a
-    second before that wait ends."""
+    second before that wait ends. ``along``: 1150 is staged only once the read-back of 1100
+    is due, so the claim of 1150 takes it along (one batch, one item carrying both as new),
+    as a loaded machine did by chance (review ymrace36)."""
     monkeypatch.setattr(items, "COMPANION_GRACE", GRACE)
     settings = ym_settings(
         db_url,
@@ -91,6 +99,8 @@ def _scenario(
         stage(engine, [row("Y-1", "retail", 2, "1100")])
         while ym.requests[UPDATES] == before:
             await w.cycle()
+        if along:
+            await asyncio.sleep(1.0)  # the read-back of 1100 (due 0.5 s after) is due now
         # 1C's next commit, the moment 1100 is accepted: 4.35 % off 1150.
         stage(engine, [row("Y-1", "old", 2, "1150")])
         await cycles(w, GRACE - 1.0)
@@ -102,13 +112,21 @@ def _scenario(
     return seen
 
 
+@pytest.mark.parametrize("along", [False, True], ids=["alone", "along"])
 def test_an_accepted_value_is_read_back_never_sent_again_while_its_discount_base_waits_for_1c(
-    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str,
+    engine: Engine,
+    ym: YmSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    along: bool,
 ) -> None:
     """HARMFUL 1: over more than 3 x ``ym_apply_timeout``, 1100 goes once (and once more
     without the strikethrough price 1C replaced, below), never once a read-back; it is read
-    back and delivered while 1150 waits, and 1150 waits for 1C's package, then quarantined."""
-    seen = _scenario(db_url, engine, ym, tmp_path, monkeypatch)
+    back and delivered while 1150 waits, and 1150 waits for 1C's package, then quarantined.
+    ``along`` (review ymrace36): the same when the claim of 1150 takes the read-back of 1100
+    along: 1150 came in a later package, so it waits for 1C's next one all the same."""
+    seen = _scenario(db_url, engine, ym, tmp_path, monkeypatch, along=along)
     sent = ym.requests[UPDATES] - seen["before"]
     assert 1 <= sent <= 2, f"{sent} updates for one SKU"
     went = [(p.value, p.discount_base) for p in ym.applied("Y-1")]
@@ -121,14 +139,20 @@ def test_an_accepted_value_is_read_back_never_sent_again_while_its_discount_base
     assert found[("Y-1/retail", 2)] == ("delivered", None)
 
 
+@pytest.mark.parametrize("along", [False, True], ids=["alone", "along"])
 def test_the_strikethrough_price_1c_replaced_is_not_shown_beside_the_value_its_successor_broke(
-    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str,
+    engine: Engine,
+    ym: YmSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    along: bool,
 ) -> None:
     """HARMFUL 2 (docs: «старая цена, которую 1С больше не называет, — ложная скидка»): 1100
     is never left beside the 1200 1C replaced by 1150, neither while 1150 waits for 1C's next
     package nor once it is quarantined: the value goes without discountBase, as when both come
     in one commit. The quarantined 1150 no longer says Yandex still shows 1200."""
-    seen = _scenario(db_url, engine, ym, tmp_path, monkeypatch)
+    seen = _scenario(db_url, engine, ym, tmp_path, monkeypatch, along=along)
     shown = seen["shown"]
     assert isinstance(shown, Price)
     assert (shown.value, shown.discount_base) == (Decimal(1100), None), shown

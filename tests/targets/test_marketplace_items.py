@@ -458,3 +458,58 @@ def test_a_dependent_price_refused_before_sending_never_leaves_the_one_1c_replac
         [item] = built.items
         assert item.prices == {"price": Decimal("800"), **expected}, why
         assert built.answers["A/old@2"].reason == Reason.INVALID_FOR_CHANNEL
+
+
+def test_a_dependent_price_of_a_later_package_waits_for_1c_even_beside_the_earlier() -> None:
+    """Review ymrace36 (docs/marketplaces.md, the pair rule: «ждёт следующего пакета 1С»):
+    Yandex shows 1000 with discountBase 1200; 1C sends value 1100, then, in a later package,
+    discountBase 1150 (4.35 % off, under Yandex's 5 %). Where the claim of 1150 takes 1100
+    along (its read-back due at that moment, ``exchange.queue.lease``), both are carried as
+    new in one item: 1150 still waits for 1C's next package (``COMPANION_GRACE`` from its own
+    intake, not charged, ``AWAITS_COMPANION``), as it does claimed alone beside the known
+    1100, and 1100 goes without discountBase; once the grace is over, 1150 is
+    ``invalid-for-channel``. A pair taken in together (one package) is refused at once."""
+    from datetime import timedelta
+
+    from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+
+    def rule(item: Item) -> str | None:
+        base, value = item.prices.get("old_price"), item.prices.get("price", Decimal(0))
+        if base is not None and base and (base - value) * 100 < base * 5:
+            return "a discount under 5 %"
+        return None
+
+    ym = channel(dependent={"old_price": None})
+    first = datetime(2026, 12, 5, 10, tzinfo=UTC)
+    value = replace(price("A", "retail", "1100"), taken_at=first)
+    base = replace(price("A", "old", "1150"), taken_at=first + timedelta(seconds=2))
+    held = [known("A", "retail", "1000"), known("A", "old", "1200")]
+
+    store = MemoryKnownPrices()
+    for one in held:
+        store.remember(one)
+
+    def built(messages: list[OutgoingMessage], after: float) -> tuple[list[dict], dict]:
+        now = first + timedelta(seconds=after)
+        out = asyncio.run(gather(messages, ym, known=store, rule=rule, now=now))
+        return [i.prices for i in out.items], out.answers
+
+    for messages in ([value, base], [base, value]):
+        items, answers = built(messages, 5)
+        assert items == [{"price": Decimal("1100")}], "1100 goes without discountBase"
+        said = answers[base.message_id]
+        assert (said.verdict, said.reason) == (Verdict.AWAITING, None), said
+        assert (said.error_class, said.receipt) == (AWAITING_1C, AWAITS_COMPANION)
+        assert "next package" in said.detail and "not charged" in said.detail
+        assert value.message_id not in answers
+        items, answers = built(messages, COMPANION_GRACE + 3)
+        assert items == [{"price": Decimal("1100")}]
+        late = answers[base.message_id]
+        assert (late.verdict, late.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+
+    together = replace(base, taken_at=first)  # one package: refused at once
+    items, answers = built([value, together], 5)
+    assert items == [{"price": Decimal("1100")}]
+    once = answers[together.message_id]
+    assert (once.verdict, once.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)

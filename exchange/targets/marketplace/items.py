@@ -311,11 +311,19 @@ def build(
             # Both new in this item (none taken along waiting for 1C's next package, which
             # keeps its own wait below): only the dependent price that broke the rule stays.
             together = all(e[0].receipt != AWAITS_COMPANION for e in entries)
-            split = _split(item, entries, channel, held.get(sku, ()), rule) if together else None
+            split = (
+                _split(item, entries, channel, held.get(sku, ()), rule, now=now, most=most)
+                if together
+                else None
+            )
             if split is not None:
                 going, refused = split
                 ready.append(going)
                 answers.update(refused)
+                if any(_later(e[0], entries, channel) for e in entries if e[0] in item.carried):
+                    # A dependent price of a later package than the price it broke the rule
+                    # beside: its wait is counted on ``now`` (``gather`` builds again with it).
+                    broken_by[item.sku] = broken
                 continue
             own = [e for e in entries if e[0].receipt != AWAITS_COMPANION]
             if own and len(own) < len(entries):
@@ -473,6 +481,9 @@ def _split(
     channel: Channel,
     known: Iterable[KnownPrice],
     rule: Rule,
+    *,
+    now: datetime | None = None,
+    most: float = MOST_WAIT,
 ) -> tuple[Item, dict[str, Classification]] | None:
     """The item's rule decided price type by price type (issue 32, contract 14): an item that
     carries as new both a price valid on its own (``price``, ``value``) and a dependent one
@@ -484,7 +495,14 @@ def _split(
     beside the delivered old price 1400 that 1C had replaced by 990). Each dependent price
     that keeps the rule beside the others still goes. None: nothing to
     split (no dependent price new beside an independent one, or the rule breaks without them
-    too: the whole item's verdict stands)."""
+    too: the whole item's verdict stands).
+
+    A dependent price taken in later than the item's other new prices (``_later``: 1C sent it
+    in a later package) is not refused while its ``COMPANION_GRACE`` lasts: it waits for 1C's
+    next package (``AWAITING``, not charged, ``AWAITS_COMPANION``), as it would claimed alone
+    beside them as known prices; carried in one item only because the claim took the earlier
+    one along (a Yandex read-back due at that moment, ``exchange.queue.lease``), the timing
+    must not decide (review ymrace36). A pair of one package is refused at once."""
     dependent = [e for e in entries if e[1] in channel.dependent]
     own = [e for e in entries if e[1] not in channel.dependent]
     if not dependent or not own:
@@ -520,9 +538,14 @@ def _split(
         if why is None:
             going = trial
             continue
-        refused[message.message_id] = invalid(
-            f"{why}; only this price is quarantined: {', '.join(sorted(going.new))} went without it"
-        )
+        left = _grace_of(message, now) if _later(message, entries, channel) else None
+        if left is not None:
+            refused[message.message_id] = _waits_for_1c(channel, why, left, most)
+        else:
+            refused[message.message_id] = invalid(
+                f"{why}; only this price is quarantined: "
+                f"{', '.join(sorted(going.new))} went without it"
+            )
         _without(going, channel, mapped, message.version)
     if rule(going) is not None:
         return None
@@ -624,6 +647,30 @@ def _grace(item: Item, now: datetime | None) -> float | None:
     # backlog before intake never uses the grace up (review ozon 33).
     age = (now - max(_taken(m) for m in item.carried)).total_seconds()
     left = COMPANION_GRACE - age
+    return left if left > 0 else None
+
+
+def _later(
+    message: OutgoingMessage,
+    entries: Sequence[tuple[OutgoingMessage, str, Decimal]],
+    channel: Channel,
+) -> bool:
+    """Whether the dependent price ``message`` was taken in after every price of an
+    independent type (``price``, ``value``) carried beside it: 1C sent it in a later package
+    (another intake), so the other type's next price may be a package away, as where the
+    earlier one is only known (``_grace``). Taken in together (one package): False."""
+    own = [m for m, mapped, _ in entries if mapped not in channel.dependent]
+    if not own or message not in [m for m, mapped, _ in entries if mapped in channel.dependent]:
+        return False
+    return _taken(message) > max(_taken(m) for m in own)
+
+
+def _grace_of(message: OutgoingMessage, now: datetime | None) -> float | None:
+    """Seconds left of ``COMPANION_GRACE`` for ``message``, counted from its intake; None
+    without ``now`` or once it is over."""
+    if now is None:
+        return None
+    left = COMPANION_GRACE - (now - _taken(message)).total_seconds()
     return left if left > 0 else None
 
 
