@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, select
 
 from exchange.db.schema import aggregates, messages, staging
 from exchange.domain.policy import Policy
@@ -54,7 +54,10 @@ def newest_staged(
         select(*COLUMNS)
         .where(
             staging.c.taken_at.is_(None),
-            or_(*(and_(staging.c.kind == k, staging.c.aggregate == a) for k, a in pairs)),
+            # by value lists, the pairs sorted out below: an OR of thousands of pairs (a
+            # script releasing a whole list) is past SQLite's expression depth
+            staging.c.kind.in_(sorted({k for k, _ in pairs})),
+            staging.c.aggregate.in_(sorted({a for _, a in pairs})),
         )
         .order_by(staging.c.id)
     )
@@ -77,7 +80,8 @@ def newest_staged(
             select(
                 aggregates.c.kind, aggregates.c.aggregate, aggregates.c.sku, aggregates.c.price_type
             ).where(
-                or_(*(and_(aggregates.c.kind == k, aggregates.c.aggregate == a) for k, a in pairs))
+                aggregates.c.kind.in_(sorted({k for k, _ in pairs})),
+                aggregates.c.aggregate.in_(sorted({item.row.aggregate for item in found})),
             )
         )
     }

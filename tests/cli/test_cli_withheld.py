@@ -339,15 +339,22 @@ def test_a_staged_row_intake_would_refuse_does_not_hold_a_release(
     cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator, tmp_path: Path
 ) -> None:
     """Review release36's guard: only a row intake would take as a newer message of the good
-    refuses a release; a bad row, another sku under the aggregate, another aggregate, another
-    kind and an older version do not. With staging in a database of its own, that one's rows
-    count."""
+    refuses a release; a bad row, another sku or price type under the aggregate, another
+    aggregate, another kind and an older version do not. With staging in a database of its
+    own, that one's rows count."""
     older = _withheld_v2(db_url, engine, withholding_site)
     stage(
         engine,
         [
             {**price_row("S1", 4, "5.00"), "payload": json.dumps({"sku": "S9", "price": "5"})},
             price_row("S1", 5, "-1"),
+            # the aggregate's first version fixed it to retail: intake refuses another type
+            {
+                **price_row("S1", 8, "100.00"),
+                "payload": json.dumps(
+                    {"sku": "S1", "price": "100.00", "currency": "RUB", "price_type": "wholesale"}
+                ),
+            },
             price_row("S1", 1, "100.00"),
             price_row("S2", 7, "100.00"),
             {**price_row("S1", 6, "100.00"), "kind": "no-such-kind"},
