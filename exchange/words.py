@@ -696,6 +696,19 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             ),
         ),
         (
+            # exchange/delivery/withheld.py: a newer version still in staging (review release36)
+            r"a newer price from 1C is received, not taken in yet: (?P<pairs>.*); releasing the "
+            r"older could put it live over the newer: let the service take it in \(exchange "
+            r"status: received from 1C, not taken yet\) and let it land, or release the newest "
+            r"when the channel withholds it",
+            N_(
+                "a newer price from 1C is received, not taken in yet: {pairs}; releasing the "
+                "older could put it live over the newer: let the service take it in (exchange "
+                "status: received from 1C, not taken yet) and let it land, or release the "
+                "newest when the channel withholds it"
+            ),
+        ),
+        (
             # exchange/delivery/withheld.py: a release of a superseded version (review 32)
             r"a newer price went to this channel after the withheld one: (?P<pairs>.*); "
             r"releasing the older could put it live over the newer: release the newest when "

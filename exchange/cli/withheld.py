@@ -126,7 +126,7 @@ def withheld_release(
         settings = _settings(ctx)
         if channel is not None:
             bootstrap.named_channel(settings, channel)  # configured here, else refused first
-        engine, _staging = bootstrap.engines(settings)
+        engine, staging = bootstrap.engines(settings)
         try:
             # The channel the release acts on (issue 32): the named one, else the one where
             # the messages are withheld; its own delivery there is what is judged.
@@ -134,6 +134,8 @@ def withheld_release(
             target = bootstrap.target(bootstrap.named_channel(settings, name), engine=engine)
         except BaseException:
             engine.dispose()
+            if staging is not None:
+                staging.dispose()
             raise
 
         async def go() -> list[withheld.Released]:
@@ -146,6 +148,8 @@ def withheld_release(
                     note=note,
                     now=SystemClock().now,
                     channel=name,
+                    staging_engine=staging,
+                    kinds=settings.kinds,
                 )
             finally:
                 await target.aclose()
@@ -154,6 +158,8 @@ def withheld_release(
             done = asyncio.run(go())
         finally:
             engine.dispose()
+            if staging is not None:
+                staging.dispose()
     out.print(release_headline(done, lang), markup=False)
     for r in done:
         if _already_live(r):

@@ -16,7 +16,7 @@ transaction is held open across a call to the channel (contract 4).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,8 +24,10 @@ from sqlalchemy import Engine
 
 from exchange.db.engine import transaction
 from exchange.db.on_channels import channel_ids, channel_names
+from exchange.domain.policy import Policy
 from exchange.domain.states import State
 from exchange.errors import Conflict, OperatorError
+from exchange.intake.staged import newest_staged
 from exchange.queue import withheld
 from exchange.queue.withheld import Withheld
 from exchange.targets.base import OutgoingMessage, Release, Shown, Target, WithholdsPrices
@@ -108,6 +110,45 @@ def choose_channel(engine: Engine, message_ids: Sequence[str], channel: str | No
     )
 
 
+def _refuse_behind_staged(
+    engine: Engine,
+    staging_engine: Engine | None,
+    rows: Sequence[Withheld],
+    kinds: Mapping[str, Policy] | None,
+) -> None:
+    """``Conflict`` where 1C has staged a newer version of a withheld one's good that intake
+    has not taken yet (workers stopped, intake behind a large package): a row 1C staged is 1C's
+    word, and the older released now would go live over it (review release36: 300 released
+    while 1C's 1000 waited in staging; Yandex then withheld 1000 against 300)."""
+    wanted = [(w.kind, w.aggregate, w.version) for w in rows]
+    configured = (
+        dict(kinds)
+        if kinds is not None
+        else dict.fromkeys({w.kind for w in rows}, Policy.LATEST_WINS)
+    )
+    if staging_engine is None or staging_engine is engine:
+        with transaction(engine, read_only=True) as connection:
+            newer = newest_staged(connection, connection, wanted, configured)
+    else:  # staging_intents in a database of its own
+        with (
+            transaction(staging_engine, read_only=True) as staged,
+            transaction(engine, read_only=True) as connection,
+        ):
+            newer = newest_staged(staged, connection, wanted, configured)
+    pairs = [
+        f"{w.message_id} → {found.message_id}"
+        for w in rows
+        if (found := newer.get((w.kind, w.aggregate))) is not None and found.version > w.version
+    ]
+    if pairs:
+        raise Conflict(
+            f"a newer price from 1C is received, not taken in yet: {', '.join(pairs)}; "
+            "releasing the older could put it live over the newer: let the service take it "
+            "in (exchange status: received from 1C, not taken yet) and let it land, or "
+            "release the newest when the channel withholds it"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Released:
     """One named message after a release: the channel's answer, and whether it is delivered."""
@@ -136,10 +177,15 @@ async def release(
     note: str,
     now: Callable[[], datetime],
     channel: str | None = None,
+    staging_engine: Engine | None = None,
+    kinds: Mapping[str, Policy] | None = None,
 ) -> list[Released]:
     """A person's release of withheld versions on the channel ``target`` delivers to
     (``channel``, its name; None: the one channel): all named must be withheld there (else
-    nothing is asked and ``OperatorError`` says which are not)."""
+    nothing is asked and ``OperatorError`` says which are not). None is released over a newer
+    version of its good: taken (``newest_newer``) or still in the staging table
+    (``staging_engine``'s, None: ``engine``'s), judged as intake would with ``kinds`` (the
+    configured kinds; None: the withheld messages' own kinds), ``Conflict`` otherwise."""
     if not note.strip():
         raise OperatorError("--note is required: say why the price is released")
     if not message_ids:
@@ -173,6 +219,7 @@ async def release(
             "the older could put it live over the newer: release the newest when the channel "
             "withholds it, or let it land"
         )
+    _refuse_behind_staged(engine, staging_engine, rows, kinds)
     if isinstance(target, WithholdsPrices):
         answers = await target.release_withheld([outgoing(w) for w in rows])
     else:

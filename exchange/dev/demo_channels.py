@@ -799,6 +799,7 @@ def _release_one(engine: Any, settings: Settings, summary: dict[str, Any]) -> di
                 note="the demo shows a release",
                 now=SystemClock().now,
                 channel=name,
+                kinds=settings.kinds,
             )
         finally:
             await target.aclose()

@@ -93,27 +93,39 @@ def _packages_marked(connection: Connection, rows: list[StagingRow]) -> list[Sta
     ]
 
 
+# What intake reads of a staging row, in ``StagingRow``'s order (``read_rows``).
+COLUMNS = (
+    staging.c.id,
+    staging.c.kind,
+    staging.c.aggregate,
+    staging.c.aggregate_version,
+    staging.c.payload,
+    staging.c.schema_version,
+    staging.c.source_ref,
+    staging.c.created_at,
+    staging.c.name,
+)
+
+
 def _read_rows(
     connection: Connection, after: int, last_id: int, chunk: int, *, lock: bool
 ) -> list[StagingRow]:
     query = (
-        select(
-            staging.c.id,
-            staging.c.kind,
-            staging.c.aggregate,
-            staging.c.aggregate_version,
-            staging.c.payload,
-            staging.c.schema_version,
-            staging.c.source_ref,
-            staging.c.created_at,
-            staging.c.name,
-        )
+        select(*COLUMNS)
         .where(staging.c.taken_at.is_(None), staging.c.id > after, staging.c.id <= last_id)
         .order_by(staging.c.id)
         .limit(chunk)
     )
     if lock:  # PostgreSQL: workers taking intake at once share the rows out
         query = query.with_for_update(skip_locked=True)
+    return read_rows(connection, query)
+
+
+def read_rows(connection: Connection, query: Any) -> list[StagingRow]:
+    """The staging rows ``query`` selects (``COLUMNS``, in that order), each as
+    intake reads it: a value that breaks the table's types becomes the row's ``defect``, never
+    a failed read. Also ``withheld release``'s look for a newer version 1C staged
+    (``intake.staged``)."""
     if is_postgres(connection):  # the database checked every type and every text on INSERT
         try:
             return [_pg_row(tuple(row)) for row in connection.execute(query)]

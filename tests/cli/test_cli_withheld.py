@@ -16,10 +16,12 @@ from rich.console import Console
 from sqlalchemy import Engine, insert, select
 
 from exchange.cli.withheld_shown import withheld_table
-from exchange.db.engine import transaction
+from exchange.db.engine import make_engine, transaction
+from exchange.db.migrate import upgrade
 from exchange.db.schema import channels, history
 from exchange.dev.sitesim import Faults, SiteSimulator
 from exchange.dev.testing import one_channel_messages, price_row, stage
+from exchange.domain import identity
 from exchange.domain.breaker import BreakerState
 from exchange.ops.metrics import PrometheusMetrics
 from exchange.words import error_words, name
@@ -281,6 +283,107 @@ def test_a_release_of_a_withheld_price_with_a_newer_one_sent_after_it_is_refused
         "withheld", "release", newest, "--note", "checked", db=db_url, site=withholding_site.url
     )
     assert done.returncode == 0 and f"{newest}: delivered" in done.stdout, describe(done)
+
+
+def test_a_release_with_a_newer_price_still_in_staging_is_refused_before_anything_is_sent(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Review release36: 1C staged v3 (100.00) after the withheld v2 (10.00) while intake had
+    not taken it yet (workers stopped, or intake behind a large package): ``withheld release``
+    of v2 answered "released 1", buyers saw 10.00, and on a marketplace the quarantine then
+    withheld v3 against it. A row 1C staged is 1C's: refused as a newer one taken in is, naming
+    the staged version, nothing asked of the channel. Rows intake would refuse (another sku
+    under the aggregate, a bad price) and an older version do not count; taken in, the newest
+    lands."""
+    older = _withheld_v2(db_url, engine, withholding_site)
+    stage(
+        engine,
+        [
+            price_row("S1", 3, "100.00"),
+            {**price_row("S1", 4, "5.00"), "payload": json.dumps({"sku": "S9", "price": "5"})},
+            price_row("S1", 5, "-1"),
+        ],
+    )
+    staged = identity.message_id("price", "S1", 3)
+    refused = cli(
+        "withheld", "release", older, "--note", "checked", db=db_url, site=withholding_site.url
+    )
+    assert refused.returncode == 2, describe(refused)
+    assert f"{older} → {staged}" in refused.stderr, describe(refused)
+    assert "received, not taken in yet" in refused.stderr, describe(refused)
+    assert len(refused.stderr.strip().splitlines()) == 1, describe(refused)
+    assert withholding_site.effect_counts().get(older, 0) == 0, "the channel was not asked"
+    ru = cli(
+        "withheld",
+        "release",
+        older,
+        "--note",
+        "checked",
+        db=db_url,
+        site=withholding_site.url,
+        env={"EXCHANGE_LANG": "ru"},
+    )
+    assert ru.returncode == 2 and "получена, но ещё не взята в работу" in ru.stderr, describe(ru)
+    assert f"{older} → {staged}" in ru.stderr, describe(ru)
+    with transaction(engine, read_only=True) as connection:
+        state = connection.execute(
+            select(messages.c.state).where(messages.c.message_id == older)
+        ).scalar_one()
+    assert state == "withheld"
+    deliver_in_process(db_url, engine, withholding_site)  # taken in: 100.00 lands
+    assert withholding_site.effect_counts().get(staged) == 1
+    assert withholding_site.effect_counts().get(older, 0) == 0
+
+
+def test_a_staged_row_intake_would_refuse_does_not_hold_a_release(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator, tmp_path: Path
+) -> None:
+    """Review release36's guard: only a row intake would take as a newer message of the good
+    refuses a release; a bad row, another sku or price type under the aggregate, another
+    aggregate, another kind and an older version do not. With staging in a database of its
+    own, that one's rows count."""
+    older = _withheld_v2(db_url, engine, withholding_site)
+    stage(
+        engine,
+        [
+            {**price_row("S1", 4, "5.00"), "payload": json.dumps({"sku": "S9", "price": "5"})},
+            price_row("S1", 5, "-1"),
+            # the aggregate's first version fixed it to retail: intake refuses another type
+            {
+                **price_row("S1", 8, "100.00"),
+                "payload": json.dumps(
+                    {"sku": "S1", "price": "100.00", "currency": "RUB", "price_type": "wholesale"}
+                ),
+            },
+            price_row("S1", 1, "100.00"),
+            price_row("S2", 7, "100.00"),
+            {**price_row("S1", 6, "100.00"), "kind": "no-such-kind"},
+        ],
+    )
+    # staging_intents in a database of its own: that one is read (EXCHANGE_STAGING_URL)
+    apart = make_engine(f"sqlite:///{tmp_path / 'staging.db'}")
+    try:
+        upgrade(apart)
+        stage(apart, [price_row("S1", 3, "100.00")])
+    finally:
+        apart.dispose()
+    own = {"EXCHANGE_STAGING_URL": f"sqlite:///{tmp_path / 'staging.db'}"}
+    refused = cli(
+        "withheld",
+        "release",
+        older,
+        "--note",
+        "checked",
+        db=db_url,
+        site=withholding_site.url,
+        env=own,
+    )
+    assert refused.returncode == 2, describe(refused)
+    assert f"{older} → {identity.message_id('price', 'S1', 3)}" in refused.stderr
+    done = cli(
+        "withheld", "release", older, "--note", "checked", db=db_url, site=withholding_site.url
+    )
+    assert done.returncode == 0 and f"{older}: delivered" in done.stdout, describe(done)
 
 
 def test_a_withheld_price_with_a_newer_one_waiting_on_a_paused_channel_is_said_not_to_confirm(

@@ -357,6 +357,8 @@ class Actions(Core):
                     note=note,
                     now=self.clock.now,
                     channel=name,
+                    staging_engine=self.staging_engine,
+                    kinds=self.config.kinds,
                 )
             finally:
                 await target.aclose()
