@@ -578,10 +578,20 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en", channel: str | Non
     if not pace:
         return _("not reported", said)
     refused = int(pace.get("refused_last_minute") or 0)
-    figures = _(
-        "{rate}, {in_flight} in flight (limit {limit} of {max_limit}), {refused} refused in the "
-        "last minute",
-        said,
+    # A limit every worker of the channel shares (Yandex Market's ``ym_parallel`` places in
+    # the database, ``DeliveryLoop.pace_figures``): said to be all of theirs, not this one's.
+    figures = (
+        _(
+            "{rate}, {in_flight} in flight (limit {limit} of {max_limit} for all the workers "
+            "together), {refused} refused in the last minute",
+            said,
+        )
+        if pace.get("limit_shared")
+        else _(
+            "{rate}, {in_flight} in flight (limit {limit} of {max_limit}), {refused} refused in "
+            "the last minute",
+            said,
+        )
     ).format(
         rate=requests_per_second(float(pace.get("accepted_rate") or 0), said),
         in_flight=pace.get("in_flight", 0),
@@ -612,17 +622,33 @@ def pace_words(pace: dict[str, Any] | None, lang: str = "en", channel: str | Non
 def site_pace(workers_seen: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The site's pace and limit over the live workers together (the dashboard's card): the
     requests per second the site accepted, the requests in flight and the concurrency limits
-    (each worker's own, summed), refusals in the last minute, and the slowest paced rate when
-    any worker is paced; None when no live worker has reported its pace."""
-    paces = [w["pace"] for w in workers_seen if w.get("live", True) and w.get("pace")]
+    (each worker's own, summed; a limit the workers of a channel share, Yandex Market's
+    ``ym_parallel`` places, ``limit_shared``, counted once a channel, as its workers last
+    said it: the highest), refusals in the last minute, and the slowest paced rate when any
+    worker is paced; None when no live worker has reported its pace."""
+    live = [w for w in workers_seen if w.get("live", True) and w.get("pace")]
+    paces = [w["pace"] for w in live]
     if not paces:
         return None
     paced = [float(p["paced_rate"]) for p in paces if p.get("paced_rate")]
+    limits: dict[str, int] = {"limit": 0, "max_limit": 0}
+    shared: dict[object, dict[str, int]] = {}
+    for w in live:
+        pace = w["pace"]
+        for key in limits:
+            figure = int(pace.get(key) or 0)
+            if pace.get("limit_shared"):
+                kept = shared.setdefault(w.get("channel"), {"limit": 0, "max_limit": 0})
+                kept[key] = max(kept[key], figure)
+            else:
+                limits[key] += figure
+    for kept in shared.values():
+        for key in limits:
+            limits[key] += kept[key]
     return {
         "accepted_rate": round(sum(float(p.get("accepted_rate") or 0) for p in paces), 1),
         "in_flight": sum(int(p.get("in_flight") or 0) for p in paces),
-        "limit": sum(int(p.get("limit") or 0) for p in paces),
-        "max_limit": sum(int(p.get("max_limit") or 0) for p in paces),
+        **limits,
         "refused_last_minute": sum(int(p.get("refused_last_minute") or 0) for p in paces),
         "paced_rate": min(paced) if paced else None,
         "workers": len(paces),

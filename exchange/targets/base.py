@@ -60,7 +60,10 @@ class Target(Protocol):
     its account's limit itself on every request (Wildberries). ``requests_at_once`` (an int,
     or absent): the most requests of this worker the target lets be in flight, below the
     worker's own limit (Yandex Market's share of ``ym_parallel``): what the pace figures show
-    as the limit (``DeliveryLoop.pace_figures``)."""
+    as the limit (``DeliveryLoop.pace_figures``). ``requests_at_once_of`` (an int, None, or
+    absent): where set, ``requests_at_once`` is every worker's of the channel together (Yandex
+    Market's places in the database) and this the most it can be: the figures show both as
+    they are, marked shared (``limit_shared``: never summed over the workers)."""
 
     name: str
     """Short and stable: ``api``, ``bitrix``, ``woocommerce``; for logs and status."""

@@ -621,12 +621,21 @@ class DeliveryLoop:
         # A target that keeps fewer requests in flight than the worker would (Yandex's
         # ym_parallel): its cap is the limit the operator sees, not EXCHANGE_CONCURRENCY.
         cap = getattr(self.target, "requests_at_once", None)
+        of = getattr(self.target, "requests_at_once_of", None)
         limit, most = self.pace.limit, self.pace.max_limit
-        if isinstance(cap, int):
+        shared: dict[str, float | int | None] = {}
+        if isinstance(cap, int) and isinstance(of, int):
+            # The channel's workers' requests together (Yandex's places in the database): the
+            # business's limit, the same on every worker's line, never to be summed
+            # (``status.site_pace``), and said to be every worker's (``status.pace_words``).
+            limit, most = cap, of
+            shared = {"limit_shared": 1}
+        elif isinstance(cap, int):
             limit, most = min(limit, cap), min(most, cap)
         return {
             "limit": limit,
             "max_limit": most,
+            **shared,
             "in_flight": self.gate.in_flight,
             "paced_rate": None if rate is None else round(rate, 3),
             "accepted_rate": round(self.pace.accepted_rate(now, 5.0), 3),

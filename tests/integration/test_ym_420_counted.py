@@ -17,7 +17,7 @@ from exchange import app as bootstrap
 from exchange.dev.simclock import SimClock
 from exchange.dev.testing import price_row, run_worker, stage
 from exchange.dev.ymsim import UPDATE_RESOURCE, YmSimulator, YmSwitches
-from exchange.ops.status import pace_words
+from exchange.ops.status import pace_words, site_pace
 
 KEY = "ym-key-420"
 
@@ -84,4 +84,26 @@ def test_the_pace_figures_show_ym_parallel_as_the_limit_not_the_workers_concurre
     run_worker(worker, lambda w: w.cycle())
     figures = worker.loop.pace_figures(worker.loop.monotonic.now())
     assert (2, 2) == (figures["limit"], figures["max_limit"]), figures
-    assert "(limit 2 of 2)" in pace_words(figures), pace_words(figures)
+    assert "(limit 2 of 2 for all the workers together)" in pace_words(figures), pace_words(figures)
+
+
+def test_a_workers_limit_shown_is_the_business_places_not_its_share(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Review ym36: three workers of ``ym_parallel`` 4 over one database each showed its share
+    rounded down («предел 1 из 1», three summed where four went at once; five showed 5 in
+    all). The requests of every worker take the business's places (``DbSlots``): the limit a
+    worker shows is those places (4 of 4), said to be all the workers' together, and counted
+    once on the channel's pace card."""
+    settings = ym_settings(
+        db_url, ym, tmp_path, key=KEY, ym_offers_per_minute="1000", ym_parallel="4"
+    )
+    worker = bootstrap.worker(settings, engine, rng=random.Random(5))
+    run_worker(worker, lambda w: w.cycle())
+    worker.loop.target.share(3)  # type: ignore[attr-defined]  # two more workers counted
+    figures = worker.loop.pace_figures(worker.loop.monotonic.now())
+    assert (4, 4) == (figures["limit"], figures["max_limit"]), figures
+    words = pace_words(figures, "ru")
+    assert "(предел 4 из 4 на всех воркеров вместе)" in words, words
+    card = site_pace([{"live": True, "channel": "market", "pace": figures}] * 3)
+    assert card is not None and (4, 4) == (card["limit"], card["max_limit"]), card

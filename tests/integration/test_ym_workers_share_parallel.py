@@ -91,9 +91,10 @@ def test_three_workers_above_yandexs_cap_all_lower_on_one_refusal(
     """Review ym35: ``ym_parallel`` 4, Yandex's cap 2, each request held in flight a while,
     three workers (each its one place of its own: three at once). The first 420 for parallel
     requests, heard while 3 were in flight, lowers the business's places to 2 for every
-    worker. A worker reads the places before each request and sends one at a time (its share
-    of 4 among 3), so each may send at most one request that read them before the lowering
-    (and that one's refusal lowers nothing more): a few refusals in all, at most two a worker,
+    worker. A worker reads the places before each request and sends at most two at a time
+    (its share of 4 among 3, rounded up where the places are shared: review ym36), so only
+    the few that read them before a lowering are refused (and lower them no further than
+    Yandex took): a few refusals in all, at most two a worker,
     where the old code had one every few hundred milliseconds for the whole run. Every price
     lands (SQLite and PostgreSQL)."""
     workers = 3

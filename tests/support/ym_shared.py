@@ -11,9 +11,11 @@ from contextlib import contextmanager
 
 from sqlalchemy import Engine
 
-from exchange.db.target_lock import DbHold, DbLeft
+from exchange.db.target_lock import DbHold, DbLeft, DbSlots
 from exchange.dev.simclock import SimClock
 from exchange.dev.ymsim import YmSimulator, YmSwitches
+from exchange.domain.clock import SystemClock
+from exchange.targets.marketplace.hold import NO_SHARED_SLOTS
 from exchange.targets.yandex_market.pace import PAST_UNTIL
 from exchange.targets.yandex_market.target import YandexMarketTarget
 
@@ -40,10 +42,16 @@ def ym_business(offers_per_minute: int, *, scale: float) -> Iterator[YmSimulator
 
 
 def shared_worker(
-    ym: YmSimulator, engine: Engine, offers_per_minute: int, *, past_until: float = PAST_UNTIL
+    ym: YmSimulator,
+    engine: Engine,
+    offers_per_minute: int,
+    *,
+    past_until: float = PAST_UNTIL,
+    parallel: int | None = None,
 ) -> YandexMarketTarget:
     """One worker's target, its budget the business's in ``engine`` (``ym_offers_per_minute``
-    set to ``offers_per_minute``)."""
+    set to ``offers_per_minute``); ``parallel``: ``ym_parallel``, its places the business's in
+    ``engine`` as well (``DbSlots``, as ``exchange run`` builds them); None: no places."""
     return YandexMarketTarget(
         ym.url,
         BUSINESS,
@@ -53,4 +61,8 @@ def shared_worker(
         spent=lambda method: DbHold(engine, f"ym spent:{BUSINESS}:{method}"),
         left=lambda method: DbLeft(engine, f"ym left:{BUSINESS}:{method}"),
         past_until=past_until,
+        parallel=4 if parallel is None else parallel,
+        slots=NO_SHARED_SLOTS
+        if parallel is None
+        else DbSlots(engine, f"ym parallel:{BUSINESS}", parallel, SystemClock()),
     )

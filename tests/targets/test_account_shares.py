@@ -456,3 +456,23 @@ def test_the_start_wait_is_on_the_workers_clock_once_and_for_a_marketplace_only(
     assert [("w0", start + 1.0, 1), ("w0", start + 1.0, 1), ("shop", start + 1.0, 2)] == (
         rows.counted
     )
+
+
+def test_ym_parallel_shared_in_the_database_rounds_the_share_up() -> None:
+    """Review ym36: with the business's places in the database (``DbSlots``, every worker's
+    requests together), a worker's own share rounds up, never leaving a place idle (4 among 3:
+    two each, the places holding the sum at 4); a 420's lowering still takes one off; alone
+    (no database), the share rounds down (one each: nothing else holds the sum)."""
+    shared = Parallel(4, shared=True)
+    shared.share(3)
+    assert 2 == shared.limit
+    shared.share(5)
+    assert 1 == shared.limit
+    shared.share(3)
+    shared.lower()
+    assert 1 == shared.limit
+    shared.share(1)
+    assert 3 == shared.limit
+    alone = Parallel(4)
+    alone.share(3)
+    assert 1 == alone.limit

@@ -33,7 +33,8 @@ The worker's own pace counts requests and learns 429s; Yandex answers 420 and sa
 
 Both limits are the business's, and every worker delivering to the channel spends them: each
 keeps its share (``share``: ``ym_offers_per_minute`` and ``ym_parallel`` divided among the
-channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split). The target keeps one
+channel's live workers, at least one, as EXCHANGE_SITE_MAX_RATE is split; ``ym_parallel``'s
+rounded up where the business's places below hold the sum, ``Parallel``). The target keeps one
 ``OfferBudget`` a method (updates, read-back, quarantine list, confirm: §3.3 counts each on its
 own resource) and one ``Parallel`` for all of them (§3.3: every request to the business).
 With a database, what one worker hears is every worker's (``YandexMarketTarget``): a 420 for a
@@ -317,12 +318,20 @@ class OfferBudget:
 class Parallel:
     """At most ``limit`` requests at once: the business's ``account`` divided among the
     channel's live workers (``share``), less one for each 420 for parallel requests (never
-    below one)."""
+    below one).
 
-    def __init__(self, limit: int) -> None:
+    ``shared``: every request also takes one of the business's places in the database
+    (``SharedSlots``), which alone keeps all the workers within ``account``; this worker's
+    share is then rounded up (``ceil(account / workers)``), so that the shares together never
+    leave a place idle (review ym36: ``ym_parallel`` 4 among three workers kept one each, three
+    at once and one of Yandex's four places never used). Without them (one process), the share
+    is rounded down (``account // workers``): nothing else holds the sum."""
+
+    def __init__(self, limit: int, *, shared: bool = False) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         self.limit = self.account = limit
+        self.shared = shared
         self.workers = 1
         self._lowered = 0
         self.in_flight = 0
@@ -356,7 +365,8 @@ class Parallel:
         self._keep()
 
     def _keep(self) -> None:
-        self.limit = max(1, self.account // self.workers - self._lowered)
+        share = -(-self.account // self.workers) if self.shared else self.account // self.workers
+        self.limit = max(1, share - self._lowered)
 
     def lower(self) -> int:
         """Yandex refused one request too many at once: one fewer from now on."""

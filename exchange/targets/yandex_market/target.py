@@ -520,8 +520,11 @@ class YandexMarketTarget:
             sleep=sleep,
             past_until=past_until,
         )
-        self.parallel = Parallel(parallel)
+        self.parallel = Parallel(parallel, shared=slots is not NO_SHARED_SLOTS)
         self.slots = slots
+        # The business's places in force as this process last read them (``_take_place``,
+        # ``_parallel_heard``): ``ym_parallel``, or fewer while a lowering holds.
+        self._places = max(1, parallel)
         self._slot_lease = timeout + 5.0  # a place a dead worker held ends by itself
         self._spent: dict[str, SharedHold] = {
             method: spent(method) if spent is not None else NO_SHARED_HOLD
@@ -569,9 +572,21 @@ class YandexMarketTarget:
 
     @property
     def requests_at_once(self) -> int:
-        """This worker's share of ``ym_parallel`` (less a parallel 420's lowering): what
-        ``exchange status`` shows as its limit (``DeliveryLoop.pace_figures``)."""
-        return self.parallel.limit
+        """What ``exchange status`` shows as this worker's limit (``DeliveryLoop.pace_figures``):
+        with the business's places in the database, those in force (``ym_parallel``, or fewer
+        while a 420's lowering holds), every worker's requests together (its own share is only
+        how many of them it may hold: three workers' shares of 4 add up to 6, and a sum of them
+        read as the business's would mislead); alone, this process's share of ``ym_parallel``
+        (less a parallel 420's lowering)."""
+        if self.slots is NO_SHARED_SLOTS:
+            return self.parallel.limit
+        return min(self._places, self.parallel.account)
+
+    @property
+    def requests_at_once_of(self) -> int | None:
+        """The most ``requests_at_once`` can be where it is every worker's together (the
+        business's places): ``ym_parallel``; None where it is this process's own."""
+        return None if self.slots is NO_SHARED_SLOTS else self.parallel.account
 
     def share(self, workers: int) -> None:
         """The channel's live workers (this one included) spend the business's budget and
@@ -2130,6 +2145,7 @@ class YandexMarketTarget:
         if renewed is not None:
             self.slots.keep(renewed)
         places = parallel_places(self.parallel.account, lowered, until, now)
+        self._places = places
         return self.slots.take(self._slot_lease, places)
 
     async def _parallel_heard(self) -> None:
@@ -2147,6 +2163,7 @@ class YandexMarketTarget:
             places = parallel_places(self.parallel.account, lowered, until, now)
             fewer = parallel_heard(places, self.slots.taken())
             self.slots.lower(fewer, now + timedelta(seconds=PARALLEL_KEPT))
+            self._places = fewer
             return fewer
 
         try:
