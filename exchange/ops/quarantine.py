@@ -147,20 +147,27 @@ def newer_held(m: Any) -> ColumnElement[bool]:
     )
 
 
-def newer_version_sent(connection: Connection, message_id: str) -> tuple[bool, bool]:
+def newer_version_sent(connection: Connection, message_id: str) -> tuple[bool, bool, bool]:
     """Whether the message is quarantined on a channel to which 1C has sent a newer version of
-    its aggregate since (``newer_sent``), and whether every such version is in quarantine too
-    (``newer_held``): what the message's page reads, as the list and the report do."""
+    its aggregate since (``newer_sent``), whether every such version is in quarantine too
+    (``newer_held``), and whether it is superseded after quarantine there
+    (``superseded_after_quarantine``): what the message's page reads, as the list and the
+    report do."""
     quarantined = deliveries.alias("q")
     pk = select(messages.c.id).where(messages.c.message_id == message_id).scalar_subquery()
     rows = connection.execute(
-        select(newer_sent(quarantined), newer_held(quarantined)).where(
+        select(
+            newer_sent(quarantined),
+            newer_held(quarantined),
+            superseded_after_quarantine(quarantined),
+        ).where(
             quarantined.c.message_pk == pk,
             quarantined.c.state == State.QUARANTINED.value,
         )
     ).all()
-    sent = [bool(held) for newer, held in rows if newer]
-    return bool(sent), bool(sent) and all(sent)
+    sent = [bool(held) for newer, held, _ in rows if newer]
+    superseded = bool(rows) and all(bool(row[2]) for row in rows)
+    return bool(sent), bool(sent) and all(sent), superseded
 
 
 def rows_in(ids: Sequence[int], state: State) -> Subquery:

@@ -135,3 +135,7 @@ def test_the_list_and_the_message_page_say_what_the_newer_version_does(
     # the message page: the same words, from the same decision
     assert _advice(olga, ids["V-2 v2"]).split(">", 1)[1] == held[0]
     assert _advice(olga, ids["V-3 v1"]).split(">", 1)[1] == goes[0]
+    # superseded after quarantine: that advice, as the report's row says it (item 6: «площадка»)
+    superseded = _advice(olga, ids["V-1 v2"])
+    assert "на площадку уже доставлена более новая версия" in superseded, superseded
+    assert "уйдёт вместо" not in superseded, superseded

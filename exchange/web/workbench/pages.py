@@ -654,12 +654,15 @@ class Pages(Core):
                 # Quarantined where 1C has sent a newer version since: the advice is cancel,
                 # and says whether that one goes or is in quarantine too (review 36 item 4):
                 # the one decision the quarantine's list and the report take (``newer_advised``).
-                sent, held = newer_version_sent(connection, message_id)
+                # Superseded after quarantine, it says that advice, as the report does.
+                sent, held, superseded = newer_version_sent(connection, message_id)
                 shown_m = story["message"]
+                story["superseded"] = superseded
                 story["newer"] = newer_advised(
                     shown_m.get("reason"),
                     story["targets"].get(shown_m.get("channel") or ""),
                     sent,
+                    superseded=superseded,
                     held=held,
                 )
                 return story
@@ -694,6 +697,7 @@ class Pages(Core):
             or bool(on_state(story["deliveries"], State.WITHHELD)),
             behind=[advice(newer, self._lang(request)) for newer in story["behind"]],
             newer=story["newer"],
+            superseded=story["superseded"],
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
             attempted=bool(story["message"]["attempts"])
