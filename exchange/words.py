@@ -217,6 +217,8 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     # A quarantined price of which 1C has sent a newer version since: its advice is its own
     # (report.words.newer_advised), beside its reason on the quarantine's list.
     "newer_sent": N_("1C has sent a newer version since"),
+    # ... where that one is in quarantine too: none goes in its place (review 36, item 4).
+    "newer_held": N_("1C has sent a newer version since, but it is in quarantine too"),
     # A message page's empty facts, said with their meaning (a new message has no reason yet).
     "not_sent_yet": N_("— (not sent yet)"),
     "no_reason": N_("— (waits for no operator's decision)"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, exists, func, select
+from sqlalchemy import ColumnElement, Connection, Select, and_, exists, func, select
 from sqlalchemy.sql.selectable import Subquery
 
 from exchange.db.engine import is_postgres
@@ -130,22 +130,44 @@ def newer_sent(m: Any) -> ColumnElement[bool]:
     )
 
 
-def newer_version_sent(connection: Connection, message_id: str) -> bool:
+def newer_held(m: Any) -> ColumnElement[bool]:
+    """True where 1C has sent a newer version (``newer_sent``) but every such version is in
+    quarantine too: none will go in this one's place, and buyers keep the price delivered
+    before (review 36, item 4: the advice said the newer one would go). A newer version in any
+    other live state (on its way, delivered, withheld at the channel) goes."""
+    going = deliveries.alias("going")
+    return and_(
+        newer_sent(m),
+        ~exists().where(
+            going.c.channel_id == m.c.channel_id,
+            going.c.aggregate_id == m.c.aggregate_id,
+            going.c.version > m.c.version,
+            going.c.state.not_in([State.CANCELLED.value, State.QUARANTINED.value]),
+        ),
+    )
+
+
+def newer_version_sent(connection: Connection, message_id: str) -> tuple[bool, bool, bool]:
     """Whether the message is quarantined on a channel to which 1C has sent a newer version of
-    its aggregate since (``newer_sent``)."""
+    its aggregate since (``newer_sent``), whether every such version is in quarantine too
+    (``newer_held``), and whether it is superseded after quarantine there
+    (``superseded_after_quarantine``): what the message's page reads, as the list and the
+    report do."""
     quarantined = deliveries.alias("q")
     pk = select(messages.c.id).where(messages.c.message_id == message_id).scalar_subquery()
-    return bool(
-        connection.execute(
-            select(
-                exists().where(
-                    quarantined.c.message_pk == pk,
-                    quarantined.c.state == State.QUARANTINED.value,
-                    newer_sent(quarantined),
-                )
-            )
-        ).scalar_one()
-    )
+    rows = connection.execute(
+        select(
+            newer_sent(quarantined),
+            newer_held(quarantined),
+            superseded_after_quarantine(quarantined),
+        ).where(
+            quarantined.c.message_pk == pk,
+            quarantined.c.state == State.QUARANTINED.value,
+        )
+    ).all()
+    sent = [bool(held) for newer, held, _ in rows if newer]
+    superseded = bool(rows) and all(bool(row[2]) for row in rows)
+    return bool(sent), bool(sent) and all(sent), superseded
 
 
 def rows_in(ids: Sequence[int], state: State) -> Subquery:
@@ -161,6 +183,7 @@ def _base(m: Subquery, state: State = State.QUARANTINED) -> Select[Any]:
     columns = [superseded_after_quarantine(m).label("superseded_after_quarantine")]
     if state == State.QUARANTINED:
         columns.append(newer_sent(m).label("newer_version_sent"))
+        columns.append(newer_held(m).label("newer_version_held"))
     return select(m, *columns)
 
 
@@ -230,6 +253,8 @@ def entry(row: Any, names: dict[int, str] | None = None) -> dict[str, Any]:
         "superseded_after_quarantine": bool(row["superseded_after_quarantine"]),
         # a quarantined one's: 1C has sent a newer version since (``newer_sent``)
         "newer_version_sent": bool(row.get("newer_version_sent")),
+        # and every such version is in quarantine too: none goes in its place (``newer_held``)
+        "newer_version_held": bool(row.get("newer_version_held")),
     }
 
 

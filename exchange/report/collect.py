@@ -242,6 +242,7 @@ def _entry(
         superseded_after_quarantine=row["superseded_after_quarantine"],
         # quarantine.newer_sent decides it, as for the message's page and the quarantine's list
         newer_version_sent=row["newer_version_sent"],
+        newer_version_held=row["newer_version_held"],
         history=tuple(events),
         several_channels=several,
     )

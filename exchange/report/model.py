@@ -74,6 +74,8 @@ class Entry:
     # 1C has sent a newer version of its aggregate to its channel since (``quarantine.
     # newer_sent``): a price invalid for the channel is advised cancel (``advice_words``).
     newer_version_sent: bool = False
+    # ... and every such version is in quarantine too (``quarantine.newer_held``): none goes.
+    newer_version_held: bool = False
     history: tuple[HistoryEvent, ...] = ()
     # contract 13: the channel it is quarantined on; None for intake's rejected record.
     channel: str | None = None

@@ -309,6 +309,12 @@ _SUPERSEDED = N_(
     "A newer version of this aggregate was delivered after this one was quarantined: nothing is "
     "left to fix, {cancel}."
 )
+# The same on a marketplace's channel: no site (contract 14), the marketplace as its reasons
+# say it (review 36, item 6: «на сайт» of a Yandex Market channel).
+_SUPERSEDED_ON_MARKETPLACE = N_(
+    "A newer version of this aggregate was delivered to the marketplace after this one was "
+    "quarantined: nothing is left to fix, {cancel}."
+)
 _UNKNOWN_REASON = N_("Look at {history} and decide.")
 # A price the marketplace cannot take, of which 1C has sent a newer version since: that one
 # goes in its place, a retry of this one would only end superseded (seller review 35).
@@ -317,22 +323,40 @@ _INVALID_NEWER_SENT = N_(
     "sent a newer version of it since, which goes in its place: {cancel}. A retry would only "
     "end superseded by the newer one."
 )
+# The same where every newer version 1C has sent is in quarantine too (``ops.quarantine.
+# newer_held``): none goes in its place, buyers keep the price delivered before (review 36,
+# item 4: the words said the newer one would go).
+_INVALID_NEWER_HELD = N_(
+    "The marketplace cannot take this price as it is (the last error says why), and 1C has "
+    "sent a newer version of it since, but that one is in quarantine too, so nothing goes in "
+    "their place yet and buyers see the price delivered before: {cancel} (a retry would only "
+    "end superseded by the newer one), then decide on the newer one by its own advice."
+)
+# A quarantined price 1C has sent a newer version of since, where that changes its advice
+# (``newer_advised``): the newer one goes in its place, or it is in quarantine too.
+NEWER_GOES, NEWER_HELD = "goes", "held"
 
 
 def advice_words(
-    reason: str | None, target: str | None, *, superseded: bool = False, newer: bool = False
+    reason: str | None,
+    target: str | None,
+    *,
+    superseded: bool = False,
+    newer: bool = False,
+    held: bool = False,
 ) -> str:
     """The advice ``next_check`` says for ``reason`` on a channel of ``target``, untranslated:
     the one place that decides it per target's kind (a site's or a marketplace's, contract 14).
     Two channels whose advice is the same text have one advice (the workbench's quarantine
     page says it once, ``web.workbench.core.reasons_on``). ``newer``: 1C has sent a newer
     version since (``ops.quarantine.newer_version_sent``): a price invalid for the channel is
-    cancelled then, never retried."""
+    cancelled then, never retried; ``held``: every such version is in quarantine too
+    (``ops.quarantine.newer_held``), so none goes in its place."""
     marketplace = on_marketplace(target)
     if superseded:
-        return _SUPERSEDED
+        return _SUPERSEDED_ON_MARKETPLACE if marketplace else _SUPERSEDED
     if newer and reason == "invalid-for-channel":
-        return _INVALID_NEWER_SENT
+        return _INVALID_NEWER_HELD if held else _INVALID_NEWER_SENT
     if marketplace and reason and reason.startswith("http-"):
         return _REJECTED_BY_MARKETPLACE
     if marketplace and reason == "unknown-sku" and target in _MARKETPLACE_UNKNOWN_SKU:
@@ -344,11 +368,27 @@ def advice_words(
     return _NEXT_CHECK.get(reason or "", _UNKNOWN_REASON)
 
 
-def newer_advised(reason: str | None, target: str | None, newer: bool) -> bool:
-    """Whether 1C's newer version (``newer``: ``ops.quarantine.newer_sent``) changes the advice
-    for ``reason`` on a channel of ``target`` (``advice_words``): where it does, a list says
-    the record apart from the others of its reason (the workbench's quarantine list)."""
-    return newer and advice_words(reason, target, newer=True) != advice_words(reason, target)
+def newer_advised(
+    reason: str | None,
+    target: str | None,
+    newer: bool,
+    *,
+    superseded: bool = False,
+    held: bool = False,
+) -> str | None:
+    """Whether 1C's newer version (``newer``: ``ops.quarantine.newer_sent``; ``held``: every
+    such version in quarantine too, ``newer_held``) gives the record its own advice for
+    ``reason`` on a channel of ``target`` (``advice_words``): ``NEWER_GOES`` or
+    ``NEWER_HELD`` where it does, None where not. A record superseded after quarantine takes
+    that advice instead (review 36, item 5: such rows were counted among these). The one
+    decision the quarantine's list, its message page and the report's rows and summary
+    share: where it is not None, a list says the record apart from the others of its
+    reason."""
+    if not newer or superseded:
+        return None
+    if advice_words(reason, target, newer=True, held=held) == advice_words(reason, target):
+        return None
+    return NEWER_HELD if held else NEWER_GOES
 
 
 def next_check(
@@ -359,12 +399,14 @@ def next_check(
     steps: dict[str, str] | None = None,
     target: str | None = None,
     newer: bool = False,
+    held: bool = False,
 ) -> str:
     """What the operator has to check or do next, in plain words. ``steps`` says each of
     ``STEP_NAMES`` as a page does (its buttons); a report's own words by default. ``target``:
     the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask.
-    ``newer``: 1C has sent a newer version since (``advice_words``)."""
-    words = advice_words(reason, target, superseded=superseded, newer=newer)
+    ``newer``: 1C has sent a newer version since; ``held``: it is in quarantine too
+    (``advice_words``)."""
+    words = advice_words(reason, target, superseded=superseded, newer=newer, held=held)
     said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
     advice = _(words, lang).format(reason=reason, **{k: said[k] for k in STEP_NAMES})
     pressed = sum(words.count(f"{{{step}}}") for step in _PRESSED)
@@ -401,19 +443,43 @@ def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     # Those of which 1C has sent a newer version since take their own advice (``newer_advised``:
     # a price invalid for its channel is cancelled then), each by its own command, never by
     # the reason's bulk one, which would cancel the others too (seller review 35).
-    newer = [e for e in entries if newer_advised(reason, e.target, e.newer_version_sent)]
-    rest = [e for e in entries if not newer_advised(reason, e.target, e.newer_version_sent)]
-    if not newer:
+    # Each group is counted by the very advice its rows take (review 36, item 5: a row
+    # superseded after quarantine says that advice, never this one).
+    kinds: dict[str, list[Entry]] = {}
+    rest: list[Entry] = []
+    for e in entries:
+        kind = _newer_of(e)
+        (kinds.setdefault(kind, []) if kind else rest).append(e)
+    if not kinds:
         return advice_by_kind(reason, {entry.target for entry in entries}, lang, steps)
     each = report.steps or {**steps, "cancel": _(_EACH_BY_ITS_COMMAND, lang)}
-    target = reason_target(entry.target for entry in newer)
-    if not rest:
-        return next_check(reason, lang, steps=each, target=target, newer=True)
+    groups = [(kind, kinds[kind]) for kind in (NEWER_GOES, NEWER_HELD) if kind in kinds]
+    if not rest and len(groups) == 1:
+        kind, newer = groups[0]
+        target = reason_target(entry.target for entry in newer)
+        return next_check(
+            reason, lang, steps=each, target=target, newer=True, held=kind == NEWER_HELD
+        )
     bare = {step: words for step, words in each.items() if step != PLACE}  # said once, above
-    line = _("Of these, {count}: {advice}", lang).format(
-        count=len(newer), advice=next_check(reason, lang, steps=bare, target=target, newer=True)
+    lines = [advice_by_kind(reason, {entry.target for entry in rest}, lang, steps)] if rest else []
+    for kind, newer in groups:
+        target = reason_target(entry.target for entry in newer)
+        advice = next_check(
+            reason, lang, steps=bare, target=target, newer=True, held=kind == NEWER_HELD
+        )
+        lines.append(_("Of these, {count}: {advice}", lang).format(count=len(newer), advice=advice))
+    return "\n".join(lines)
+
+
+def _newer_of(entry: Entry) -> str | None:
+    """``newer_advised`` of a report's entry: the advice of its own it takes, if any."""
+    return newer_advised(
+        entry.reason,
+        entry.target,
+        entry.newer_version_sent,
+        superseded=entry.superseded_after_quarantine,
+        held=entry.newer_version_held,
     )
-    return advice_by_kind(reason, {entry.target for entry in rest}, lang, steps) + "\n" + line
 
 
 def advice_by_kind(
@@ -494,8 +560,14 @@ def command(entry: Entry) -> str:
         entry.target,
         superseded=entry.superseded_after_quarantine,
         newer=entry.newer_version_sent,
+        held=entry.newer_version_held,
     )
-    cancel = entry.rejected_row or advice in (_SUPERSEDED, _INVALID_NEWER_SENT)
+    cancel = entry.rejected_row or advice in (
+        _SUPERSEDED,
+        _SUPERSEDED_ON_MARKETPLACE,
+        _INVALID_NEWER_SENT,
+        _INVALID_NEWER_HELD,
+    )
     # with several channels, the entry's own (seller 34 item 4): the command acts there only
     on = f" --channel {entry.channel}" if entry.several_channels and entry.channel else ""
     if cancel:
@@ -514,6 +586,7 @@ def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = No
         steps=steps,
         target=entry.target,
         newer=entry.newer_version_sent,
+        held=entry.newer_version_held,
     )
     found = cause(entry, lang)
     parts = [advice]

@@ -7,17 +7,20 @@ invalid for its channel with no newer version keeps correct-and-retry."""
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import openpyxl
 from clitools import Cli, describe
-from reporttools import parse_csv
+from reporttools import parse_csv, parse_html
 from sqlalchemy import Engine, select
 
 from exchange.db.engine import transaction
 from exchange.dev.testing import one_channel_messages, price_row
 from exchange.report.words import label
+from tests.support.invalid_newer_scene import invalid_newer_scene
 from tests.support.second_channel import on_the_one, taken
 
 messages = one_channel_messages()
@@ -78,3 +81,63 @@ def test_the_exported_report_advises_cancel_for_an_invalid_price_with_a_newer_ve
     assert by_id[ids["SKU-1"]]["newer_version_sent"] is True
     assert by_id[ids["SKU-2"]]["newer_version_sent"] is False
     assert NEWER in by_id[ids["SKU-1"]]["next_check"]
+
+
+GOES = "та уйдёт вместо неё"
+HELD = "но и та в карантине"
+DELIVERED_THERE = "на площадку уже доставлена более новая версия"
+
+
+def _said(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_report_says_what_a_newer_version_does_and_counts_those_it_says_it_of(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """Review 36: a newer version in quarantine too was said to go in the price's place (item
+    4: nothing goes, buyers keep 1000); the summary's «Из них N» counted the rows superseded
+    after quarantine, which say another advice (item 5); and that advice said «на сайт» on a
+    Yandex Market channel (item 6). In every format the command line exports."""
+    ids = invalid_newer_scene(engine, NOW)
+    cli = Cli(tmp_path)
+    for name in ("report.csv", "report.json", "report.html", "report.xlsx"):
+        result = cli("quarantine", "export", "--output", name, db=db_url)
+        assert 0 == result.returncode, describe(result)
+
+    csv_report = parse_csv((tmp_path / "report.csv").read_bytes(), ";")
+    said = {row["Код сообщения"]: row[label("next_check", "ru")] for row in csv_report.rows}
+    held, goes, superseded = said[ids["V-2 v2"]], said[ids["V-3 v1"]], said[ids["V-1 v2"]]
+    assert HELD in held and GOES not in held, held  # item 4: v3 is in quarantine too
+    assert f'exchange quarantine cancel {ids["V-2 v2"]} --note "…"' in held, held
+    assert GOES in goes and HELD not in goes, goes  # v2 is on its way: it goes
+    assert DELIVERED_THERE in superseded and "сайт" not in superseded, superseded  # item 6
+    assert GOES not in superseded and HELD not in superseded, superseded
+    # item 5: each «Из них N» counts the rows that say its advice, no superseded one
+    (summary,) = [row[2] for row in csv_report.reasons if row[0] == REASON]
+    lines = summary.split("\n")
+    assert [line.split(":", 1)[0] for line in lines[1:]] == ["Из них 1", "Из них 1"], summary
+    assert GOES in lines[1] and HELD in lines[2], summary
+    assert GOES not in lines[0] and HELD not in lines[0], summary
+
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    by_id = {entry["message_id"]: entry for entry in report["entries"]}
+    assert by_id[ids["V-2 v2"]]["newer_version_held"] is True
+    assert by_id[ids["V-3 v1"]]["newer_version_held"] is False
+    assert HELD in by_id[ids["V-2 v2"]]["next_check"]
+
+    page = _said(parse_html((tmp_path / "report.html").read_bytes()).all_text)
+    book = openpyxl.load_workbook(io.BytesIO((tmp_path / "report.xlsx").read_bytes()))
+    cells = _said(
+        " ".join(
+            str(cell.value)
+            for sheet in book
+            for row in sheet.iter_rows()
+            for cell in row
+            if cell.value is not None
+        )
+    )
+    for text in (page, cells):
+        assert text.count("Из них 1: ") == 2 and "Из них 3" not in text, text
+        assert HELD in text and DELIVERED_THERE in text, text
+        assert "на сайт уже доставлена" not in text, text

@@ -12,6 +12,7 @@ from workbench_helpers import signed_in
 
 from exchange.db.engine import transaction
 from exchange.dev.testing import one_channel_messages, price_row
+from tests.support.invalid_newer_scene import invalid_newer_scene
 from tests.support.second_channel import on_the_one, taken
 
 messages = one_channel_messages()
@@ -99,3 +100,42 @@ def test_the_quarantine_list_advises_cancel_for_those_with_a_newer_version_alone
     }
     assert 'class="newer">1С с тех пор прислала более новую версию' in rows[ids["SKU-1/retail"]]
     assert 'class="newer"' not in rows[ids["SKU-2/retail"]]
+
+
+def test_the_list_and_the_message_page_say_what_the_newer_version_does(
+    olga: str, db: Engine
+) -> None:
+    """Review 36: a newer version in quarantine too was said to go in the price's place
+    (item 4; buyers keep the price delivered before); a row superseded after quarantine was
+    marked as one with a newer version to go (item 5), where its advice is another. The list's
+    rows, its «Что делать дальше» and the message page say it from one decision."""
+    ids = invalid_newer_scene(db, NOW)
+    client = signed_in(olga, "olga")
+
+    page = html.unescape(client.get("/quarantine").text)
+
+    rows = {
+        name: _section(page, f'value="{ids[name]}"', "</tr>")
+        for name in ids
+        if name in {"V-1 v2", "V-2 v2", "V-2 v3", "V-3 v1", "V-4 v1"}
+    }
+    assert (
+        'class="newer">1С с тех пор прислала более новую версию, но и та в карантине'
+        in rows["V-2 v2"]
+    ), rows["V-2 v2"]
+    assert 'class="newer">1С с тех пор прислала более новую версию<' in rows["V-3 v1"]
+    for alone in ("V-1 v2", "V-2 v3", "V-4 v1"):  # V-1 v2: superseded, its advice is that
+        assert 'class="newer"' not in rows[alone], (alone, rows[alone])
+    steps = _section(page, '<section id="next-steps">', "</section>")
+    advices = [_section(dd, ">", "</dd>") for dd in steps.split("<dd")[1:]]
+    goes = [a for a in advices if "та уйдёт вместо неё" in a]
+    held = [a for a in advices if "но и та в карантине" in a]
+    assert len(advices) == 3 and len(goes) == 1 and len(held) == 1, steps
+    assert "уйдёт вместо" not in held[0], held
+    # the message page: the same words, from the same decision
+    assert _advice(olga, ids["V-2 v2"]).split(">", 1)[1] == held[0]
+    assert _advice(olga, ids["V-3 v1"]).split(">", 1)[1] == goes[0]
+    # superseded after quarantine: that advice, as the report's row says it (item 6: «площадка»)
+    superseded = _advice(olga, ids["V-1 v2"])
+    assert "на площадку уже доставлена более новая версия" in superseded, superseded
+    assert "уйдёт вместо" not in superseded, superseded

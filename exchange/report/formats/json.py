@@ -58,6 +58,7 @@ def entry_json(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) ->
         "superseded_after_quarantine": entry.superseded_after_quarantine,
         # `quarantine list --json`'s too: 1C has sent a newer version since
         "newer_version_sent": entry.newer_version_sent,
+        "newer_version_held": entry.newer_version_held,
         "next_check": entry_next_check(entry, lang, steps),
         "payload": entry.payload,
         "history": [history_json(event) for event in entry.history],

@@ -26,7 +26,7 @@ from exchange.ops import operators
 from exchange.ops.backlog import estimate_kind
 from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
-from exchange.report.words import advice_words, newer_advised, next_check
+from exchange.report.words import NEWER_HELD, advice_words, newer_advised, next_check
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
 from exchange.web.sign_ins import SignIns
@@ -88,27 +88,39 @@ def unstorable(value: object) -> bool:
 
 def reasons_on(
     rows: list[dict[str, Any]], targets: dict[str, str]
-) -> list[tuple[str, str | None, bool]]:
+) -> list[tuple[str, str | None, str | None]]:
     """The reasons of a page's rows, each once, with its marketplace's target where its channel
     is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason.
     A reason whose advice is one text on several channels (``report.words.advice_words``: three
     marketplaces' unmapped price type) is said once, never once per channel. The third: the
     advice of the rows of which 1C has sent a newer version since, where that changes it
-    (``report.words.newer_advised``: a price invalid for its channel is cancelled then),
-    said beside the reason's own (seller review 35: the list advised retry for those)."""
+    (``report.words.newer_advised``: ``NEWER_GOES`` or ``NEWER_HELD``, a price invalid for its
+    channel is cancelled then; None for the others, and for a row superseded after
+    quarantine), said beside the reason's own (seller review 35: the list advised retry)."""
     found = set()
     for row in rows:
         target = targets.get(row.get("channel") or "")
         target = target if on_marketplace(target) else None
-        newer = newer_advised(row["reason"], target, bool(row.get("newer_version_sent")))
-        found.add((row["reason"], target, newer))
-    said: dict[tuple[str, str], tuple[str, str | None, bool]] = {}
+        found.add((row["reason"], target, row_newer(row, target)))
+    said: dict[tuple[str, str], tuple[str, str | None, str | None]] = {}
     for reason, target, newer in sorted(
-        found, key=lambda three: (three[0] or "", three[2], three[1] or "")
+        found, key=lambda three: (three[0] or "", three[2] or "", three[1] or "")
     ):
-        advice = advice_words(reason, target, newer=newer)
+        advice = advice_words(reason, target, newer=bool(newer), held=newer == NEWER_HELD)
         said.setdefault((reason, advice), (reason, target, newer))
     return list(said.values())
+
+
+def row_newer(row: dict[str, Any], target: str | None) -> str | None:
+    """``report.words.newer_advised`` of a row of the quarantine's list (``ops.quarantine.
+    entry``): the one decision its row's words and the page's advice share."""
+    return newer_advised(
+        row.get("reason"),
+        target,
+        bool(row.get("newer_version_sent")),
+        superseded=bool(row.get("superseded_after_quarantine")),
+        held=bool(row.get("newer_version_held")),
+    )
 
 
 class Who:
@@ -192,7 +204,7 @@ class Core:
         self.env.globals["zone"] = config.display_tz
         self.env.globals["words"] = WORDS
         self.env.globals["reasons_on"] = reasons_on
-        self.env.globals["newer_advised"] = newer_advised
+        self.env.globals["row_newer"] = row_newer
 
     # -- sessions, CSRF, language --------------------------------------------------------
 
@@ -253,13 +265,15 @@ class Core:
             rps=lambda rate: requests_per_second(rate, lang),
             versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
-            next_step=lambda reason, superseded=False, target=None, newer=False: next_check(
+            # ``newer``: ``report.words.newer_advised``'s (``NEWER_GOES``, ``NEWER_HELD``)
+            next_step=lambda reason, superseded=False, target=None, newer=None: next_check(
                 reason,
                 lang,
                 superseded=superseded,
                 steps=page_steps(lang),
                 target=target,
-                newer=newer,
+                newer=bool(newer),
+                held=newer == NEWER_HELD,
             ),
             lang=lang,
             who=who,

@@ -63,7 +63,7 @@ from exchange.ops.withheld_behind import advice, behind_named
 from exchange.queue import control
 from exchange.report import collect as report
 from exchange.report.model import FORMATS, SUFFIXES
-from exchange.report.words import content_disposition, download_name
+from exchange.report.words import content_disposition, download_name, newer_advised
 from exchange.web import chart
 from exchange.web.workbench.core import (
     _CONTENT_TYPES,
@@ -651,8 +651,20 @@ class Pages(Core):
                 # Withheld, with a newer price waiting behind it (Wildberries' quarantine): the
                 # page says not to confirm it, as ``status`` does (``ops.withheld_behind``).
                 story["behind"] = list(behind_named(connection, [message_id]).values())
-                # Quarantined where 1C has sent a newer version since: the advice is cancel.
-                story["newer"] = newer_version_sent(connection, message_id)
+                # Quarantined where 1C has sent a newer version since: the advice is cancel,
+                # and says whether that one goes or is in quarantine too (review 36 item 4):
+                # the one decision the quarantine's list and the report take (``newer_advised``).
+                # Superseded after quarantine, it says that advice, as the report does.
+                sent, held, superseded = newer_version_sent(connection, message_id)
+                shown_m = story["message"]
+                story["superseded"] = superseded
+                story["newer"] = newer_advised(
+                    shown_m.get("reason"),
+                    story["targets"].get(shown_m.get("channel") or ""),
+                    sent,
+                    superseded=superseded,
+                    held=held,
+                )
                 return story
 
         story = await asyncio.to_thread(read)
@@ -685,6 +697,7 @@ class Pages(Core):
             or bool(on_state(story["deliveries"], State.WITHHELD)),
             behind=[advice(newer, self._lang(request)) for newer in story["behind"]],
             newer=story["newer"],
+            superseded=story["superseded"],
             # Never sent: no attempt counted or recorded, none in flight (a retry sets the
             # count back to 0; the history keeps the attempts).
             attempted=bool(story["message"]["attempts"])
