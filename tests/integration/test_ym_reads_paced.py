@@ -36,13 +36,15 @@ METHODS = {
 
 @pytest.fixture(params=sorted(METHODS))
 def ym(request: pytest.FixtureRequest) -> Iterator[YmSimulator]:
-    # A minute lasts two seconds; the read's resource (the read-back's, or the quarantine
-    # list's) holds two offers a minute, as many as the worker reads together.
+    # A minute lasts six seconds (two were too few for a loaded CI run: the minute the other
+    # program spent ended before the worker's read-back went, and no 420 came); an accepted
+    # price is applied half a second later; the read's resource (the read-back's, or the
+    # quarantine list's) holds two offers a minute, as many as the worker reads together.
     sim = YmSimulator(
         KEY,
         1001,
-        clock=SimClock(30),
-        switches=YmSwitches(apply_delay=15),
+        clock=SimClock(10),
+        switches=YmSwitches(apply_delay=5),
         **{request.param: 2},
     )
     sim.method = METHODS[request.param]  # type: ignore[attr-defined]
