@@ -141,6 +141,11 @@ class Built:
     items: list[Item]
     answers: dict[str, Classification]  # message_id -> why it is not sent (never in an item)
     broken: dict[str, str] = field(default_factory=dict)  # SKU -> the rule its item broke
+    # Dependent prices quarantined beside the known independent one while the marketplace
+    # shows the one 1C replaced (``_clearing``): the item of the known prices without it,
+    # carrying them, and their quarantine once the marketplace shows that item. A target that
+    # sends none of these leaves their ``answers`` as they are.
+    clears: list[tuple[Item, Classification]] = field(default_factory=list)
 
 
 Rule = Callable[[Item], str | None]
@@ -257,6 +262,7 @@ def build(
     for a newer one, at most ``most`` seconds from ``now`` at a time, see the module)."""
     answers: dict[str, Classification] = {}
     broken_by: dict[str, str] = {}
+    clears: list[tuple[Item, Classification]] = []
     pending: dict[str, list[WaitingPrice]] = {}
     for price_ in waiting:
         pending.setdefault(price_.sku, []).append(price_)
@@ -356,11 +362,14 @@ def build(
                     quarantine.receipt = PAIR_RULE
                 shown = _shown_dependent(item, channel, held.get(sku, ()))
                 if shown is not None:
+                    clear = _clearing(item, channel, held.get(sku, ()), rule)
+                    if clear is not None:
+                        clears.append((clear, replace(quarantine)))
                     quarantine.detail += still_shown_words(channel, *shown)
                 answers.update(spread(item, quarantine))
             continue
         ready.append(item)
-    return Built(ready, answers, broken_by)
+    return Built(ready, answers, broken_by, clears)
 
 
 def pair_words(channel: Channel, fields: set[str], live: Decimal | None) -> str:
@@ -411,6 +420,25 @@ def _shown_dependent(
             continue
         return mapped, price.amount
     return None
+
+
+def _clearing(item: Item, channel: Channel, known: Iterable[KnownPrice], rule: Rule) -> Item | None:
+    """The known prices of ``item``'s SKU without the dependent ones it carries as new (their
+    "none": Yandex without discountBase), carrying them: what 1C states once they are
+    quarantined (docs/marketplaces.md: the old price 1C no longer states is a false discount;
+    review pairlate36: 1100 stayed beside the 1200 1C replaced by 1150, which broke the rule
+    in a later package than 1100's). None where no independent price is known or the rule
+    breaks without them too."""
+    clear = _item(item.sku, [], channel, known)
+    clear.offer_id = item.offer_id
+    for message in item.carried:
+        _without(clear, channel, item.fields_of[message.message_id], message.version)
+    if all(f in channel.dependent for f in clear.prices) or rule(clear) is not None:
+        return None
+    clear.carried = list(item.carried)
+    clear.fields_of = dict(item.fields_of)
+    clear.new = set(item.new)
+    return clear
 
 
 def _live(item: Item, channel: Channel, known: Iterable[KnownPrice]) -> Decimal | None:

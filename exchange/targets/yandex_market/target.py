@@ -235,6 +235,9 @@ class _Item:
     carried: list[OutgoingMessage] = field(default_factory=list)
     versions: dict[str, int] = field(default_factory=dict)  # field -> its price's version
     fields_of: dict[str, str] = field(default_factory=dict)  # carried message_id -> its field
+    # The verdict of the carried messages once Yandex shows the item (``shared.Built.clears``:
+    # dependent prices quarantined, the item clearing the one 1C replaced); None: delivered.
+    then: Classification | None = None
 
     def json(self, currency: str) -> dict[str, Any]:
         price: dict[str, Any] = {"value": self.fields["value"], "currencyId": currency}
@@ -274,6 +277,8 @@ class _Accepted:
     # accepted (``_unsettled``, this process's memory): the read-back showing one of them says
     # it landed after this one (review words35b item 3), in this one's history.
     earlier: list[dict[str, Decimal]] = field(default_factory=list)
+    # The verdict once shown as sent (``_Item.then``), kept in the receipt; None: delivered.
+    then: Classification | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -687,6 +692,7 @@ class YandexMarketTarget:
             )
             answers_.update(built.answers)
             again = self._without_replaced(along, answers_)
+            clears = await self._clears(built, answers_)
             await self._said_shown(to_send, answers_)
             to_read = [(m, a) for m, a in to_read if all(m not in i.carried for i in again)]
             # Two SKUs of one offerId (one article, or equal once trimmed) never in one update:
@@ -696,7 +702,11 @@ class YandexMarketTarget:
                 (offer_id(item.offer_id) for item in built.items),
                 by_article=self.channel.sku_source == "article",
             )
-            for item in self._with_accepted_all([*built.items, *again], answers_, holders):
+            for item in self._with_accepted_all([*built.items, *again, *clears], answers_, holders):
+                item.then = next(
+                    (then for c, then in built.clears for m in c.carried if m in item.carried),
+                    None,
+                )
                 wave = next((w for w in waves if all(x.offer != item.offer for x in w)), None)
                 if wave is None:
                     waves.append([item])
@@ -809,6 +819,49 @@ class YandexMarketTarget:
                 )
         return out
 
+    async def _clears(
+        self, built: shared.Built, answers_: dict[str, Classification]
+    ) -> list[shared.Item]:
+        """The items of ``built.clears`` to send: a dependent price quarantined beside the
+        delivered value while Yandex shows the ``discountBase`` 1C replaced (1100 beside 1200
+        where 1C now says 1150, a later package than 1100's) is quarantined only once Yandex
+        shows the value without it, as the other paths leave it (``_without_replaced``,
+        ``_value_alone``; docs/marketplaces.md: the old price 1C no longer states is a false
+        discount; review pairlate36). Read back first: one Yandex shows without it already
+        (the value went once more without it, ``_without_replaced``) is not sent again;
+        unread, it is sent (1C's value alone is what 1C states)."""
+        found = [
+            item
+            for item, _ in built.clears
+            if all(
+                (c := answers_.get(m.message_id)) is not None and c.verdict is Verdict.TERMINAL
+                for m in item.carried
+            )
+        ]
+        if not found:
+            return []
+        seen: dict[str, _Read] = {}
+        patience = _PATIENCE.set(READ_PATIENCE)
+        try:
+            seen = await self._read_back(sorted({offer_id(i.offer_id) for i in found}))
+        except Exception:  # unread (its budget, a failure): sent all the same
+            seen = {}
+        finally:
+            _PATIENCE.reset(patience)
+        out: list[shared.Item] = []
+        for item in found:
+            read = seen.get(offer_id(item.offer_id))
+            if (
+                read is not None
+                and read.found
+                and not any(read.shown.get(item.fields_of[m.message_id]) for m in item.carried)
+            ):
+                continue  # Yandex shows none of them: the words say so (``_said_shown``)
+            for message in item.carried:
+                answers_.pop(message.message_id, None)
+            out.append(item)
+        return out
+
     def _as_known(self, message: OutgoingMessage) -> KnownPrice | None:
         """The price of an accepted ``message`` as a known price of its SKU (its delivery is
         in flight in this batch, so the database's known prices leave it out)."""
@@ -857,6 +910,7 @@ class YandexMarketTarget:
             versions=versions,
             sku=_sku(message),
             refused=_refusal(message.receipt),
+            then=_then(message.receipt),
             settles_at=(
                 None if settles is None else self._monotonic() + (settles - now).total_seconds()
             ),
@@ -1534,7 +1588,9 @@ class YandexMarketTarget:
                         earlier.refused = None
             # The settling moment survives a restart in the receipt (review 32e).
             settles = None if settles_at is None else at + timedelta(seconds=self.apply_timeout)
-            receipt = _receipt(item.offer, item.fields, at, item.versions, settles, refused=words)
+            receipt = _receipt(
+                item.offer, item.fields, at, item.versions, settles, refused=words, then=item.then
+            )
             for m in item.carried:
                 self._not_applied.pop(m.message_id, None)
                 self._accepted[m.message_id] = _Accepted(
@@ -1547,6 +1603,7 @@ class YandexMarketTarget:
                     refused=words,
                     receipt=receipt,
                     earlier=[f for f in before if f != item.fields],
+                    then=item.then,
                 )
                 if words is None:
                     said = f"{why}: Yandex Market accepted offer {item.offer!r}"
@@ -1955,7 +2012,12 @@ class YandexMarketTarget:
                         about_item=True,
                     )
                     continue
-            if m.message_id in as_sent:
+            if m.message_id in as_sent and a.then is not None:
+                # A clearing of the dependent price 1C replaced, shown: the new one it
+                # carried is quarantined (``_clears``).
+                self._accepted.pop(m.message_id, None)
+                out[m.message_id] = replace(a.then)
+            elif m.message_id in as_sent:
                 self._accepted.pop(m.message_id, None)
                 out[m.message_id] = Classification(
                     Verdict.DELIVERED,
@@ -2465,6 +2527,7 @@ def _receipt(
     *,
     prefix: str = ACCEPTED,
     refused: str | None = None,
+    then: Classification | None = None,
 ) -> str:
     """The receipt of an accepted item: ``ym-accepted:`` and JSON of when (UTC, ISO 8601), the
     offer, each field as sent (Decimals as text), the version of each field's price and, for
@@ -2479,6 +2542,8 @@ def _receipt(
         body["settles"] = settles.isoformat()
     if refused is not None:
         body["refused"] = refused
+    if then is not None:
+        body["then"] = {"detail": then.detail, "receipt": then.receipt}
     return prefix + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -2492,6 +2557,23 @@ def _refusal(receipt: str | None) -> str | None:
     except (ValueError, AttributeError):
         return None
     return said if isinstance(said, str) else None
+
+
+def _then(receipt: str | None) -> Classification | None:
+    """The quarantine an ``ym-accepted:`` receipt's clearing item gives its messages once
+    shown (``_Accepted.then``); None for any other."""
+    if not receipt or not receipt.startswith(ACCEPTED):
+        return None
+    try:
+        then = json.loads(receipt[len(ACCEPTED) :]).get("then")
+        detail, kept = then["detail"], then.get("receipt")
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return None
+    if not isinstance(detail, str) or not isinstance(kept, str | None):
+        return None
+    said = shared.invalid(detail)
+    said.receipt = kept
+    return said
 
 
 def _from_receipt(
