@@ -345,12 +345,16 @@ def test_yandex_refusing_a_discount_in_its_400_quarantines_it_alone_and_the_valu
 def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_then_quarantined(
     db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
 ) -> None:
-    """Promise (contract 14, the item's rule; review 32d): Yandex shows 1000/1200; 1C's
-    discount base 1020 comes alone (a discount of 1.96 %, under Yandex's 5 %, research §3.1).
-    The value may be a package away: it waits, not charged and never sent, for
+    """Promise (contract 14, the item's rule; reviews 32d and rev36b): Yandex shows 1000/1200;
+    1C's discount base 1020 comes alone (a discount of 1.96 %, under Yandex's 5 %, research
+    §3.1). The value may be a package away: it waits, not charged and never sent, for
     ``COMPANION_GRACE`` (10 minutes from intake) on the worker's clock, then is
-    ``invalid-for-channel``; Yandex still shows 1000/1200. (Before: the target counted the
-    wait on the wall clock, not the worker's, so it never ended here.)"""
+    ``invalid-for-channel``. 1C replaced 1200, so Yandex must not go on showing it as the
+    price before the discount: before the quarantine is said, the value goes once more without
+    any discountBase (research §3.6.2: an update without it removes it) and is read back, so
+    Yandex ends at 1000 with no discountBase. (Before rev36b: Yandex kept 1000 beside the
+    replaced 1200, a discount 1C no longer gives, for good; before 32d: the wait was counted
+    on the wall clock, not the worker's, so it never ended here.)"""
     from datetime import UTC, datetime
 
     from exchange.targets.marketplace.items import COMPANION_GRACE
@@ -377,16 +381,22 @@ def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_
         await cycles(w, COMPANION_GRACE - 30)
         seen["waiting"] = states(engine)[("Y-1/old", 2)]
         seen["tries"] = attempts_and_errors(engine)[("Y-1/old", 2)][0]
-        await cycles(w, 31)
+        seen["sent early"] = ym.requests["offer-prices/updates"] - sent
+        clock.advance(31)
+        await settle(engine, w, clock)
         seen["sent"] = ym.requests["offer-prices/updates"] - sent
 
     run_worker(worker, scenario)
     assert ("delayed", None) == seen["waiting"], "waits for 1C's next package"
     assert 0 == seen["tries"], "not charged"
+    assert 0 == seen["sent early"], "nothing sent while it waits"
     assert ("quarantined", "invalid-for-channel") == states(engine)[("Y-1/old", 2)]
-    assert 0 == seen["sent"], "never sent to Yandex"
+    assert ("delivered", None) == states(engine)[("Y-1/retail", 1)], "1000 stays delivered"
+    assert 1 == seen["sent"], "the value once, without the replaced discountBase"
+    went = [(p.value, p.discount_base) for p in ym.applied("Y-1")]
+    assert (Decimal("1000"), None) == went[-1], "never 1020, never 1200 again"
     live = ym.live("Y-1")
-    assert live is not None and (live.value, live.discount_base) == (1000, 1200)
+    assert live is not None and (live.value, live.discount_base) == (1000, None)
 
 
 def test_ozon_an_old_price_cleared_beside_a_new_price_never_comes_back_beside_the_next(
