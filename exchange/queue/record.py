@@ -61,11 +61,13 @@ def record(
         # delivery; locking the delivery first here would deadlock with it.
         aggregate_ids = sorted({leased.aggregate_id for leased, _ in outcomes})
         connection.execute(sql.lock_cursors, {"ids": aggregate_ids, "channel": channel}).all()
-    owned: dict[int, int] = (
-        dict(connection.execute(sql.owned, {"ids": ids, "token": token, "channel": channel}).all())
-        if ids
-        else {}
-    )
+    owned: dict[int, int] = {}
+    said: dict[int, tuple[int | None, str | None]] = {}  # pk -> its last answer's status, words
+    if ids:
+        asked = {"ids": ids, "token": token, "channel": channel}
+        for pk, attempts_, status, error in connection.execute(sql.owned, asked):
+            owned[pk] = attempts_
+            said[pk] = (status, error)
     changes: list[Change] = []
     advanced: dict[int, int] = {}
     withheld_now: dict[int, int] = {}  # aggregate -> the version the channel withholds now
@@ -110,6 +112,7 @@ def record(
                 detail=detail,
                 delay_s=decision.delay_s,
                 channel_id=channel,
+                written=not _same_wait(decision, said[leased.pk]),
             )
         )
         if to_state is State.WITHHELD:
@@ -152,6 +155,26 @@ def record(
     return len(changes)
 
 
+def _same_wait(decision: Decision, before: tuple[int | None, str | None]) -> bool:
+    """Whether ``decision`` is a wait the delivery's last outcome said already, word for word
+    (its answer's status and its words; the receipt is the delivery's, never the history's): a
+    price waiting behind a price Yandex's
+    quarantine holds looks every minute while the seller decides, a rule's wait for 1C's other
+    price type every minute for ten (review rev36a: a history row per look, ~1,440 a day per
+    offer). Such a look moves the delivery (its next look) and writes no history row: the
+    biography keeps the wait's first row, ``find`` its next look. A wait whose words change
+    (another price shown, a countdown) is written."""
+    if decision.event is not Event.AWAITING_OUTCOME or decision.charged:
+        return False
+    status, words = before
+    return (
+        words is not None
+        and words == decision.detail
+        and status == decision.http_status
+        and not decision.result_unknown
+    )
+
+
 _ADVANCED = (
     ("a_id", channel_aggregates.c.aggregate_id.type),
     ("a_version", channel_aggregates.c.done_version.type),
@@ -163,7 +186,7 @@ class _RecordSQL:
     """The recording's statements, built once per database (see _ClaimSQL)."""
 
     lock_cursors: Select[Any] | None  # PostgreSQL: the claim's lock order (ids, channel)
-    owned: Select[Any]  # parameters: ids, token, channel
+    owned: Select[Any]  # parameters: ids, token, channel; pk, attempts, last status, error
     advance: Update  # parameters: advanced (a rowset of a_id, a_version), its ids, channel
     by_ids: bool  # ``advance`` reads the advanced ids as a list too (``advanced_ids``)
 
@@ -172,7 +195,7 @@ class _RecordSQL:
 def _record_sql(postgres: bool) -> _RecordSQL:
     channel = bindparam("channel", type_=deliveries.c.channel_id.type)
     d = deliveries.c
-    owned = select(d.message_pk, d.attempts).where(
+    owned = select(d.message_pk, d.attempts, d.last_status, d.last_error).where(
         one_of(d.message_pk, "ids", postgres),
         d.channel_id == channel,
         d.lease_token == bindparam("token"),

@@ -40,3 +40,32 @@ def test_a_price_shown_already_while_yandex_lists_an_older_one_waits_and_the_old
     assert ("cancelled", "superseded") == found[2][:2]
     assert Decimal(1000) == ym.live("Y1").value  # type: ignore[union-attr]
     assert "Y1" not in ym.quarantined()
+
+
+def test_a_wait_behind_yandexs_quarantine_writes_its_words_once_not_a_row_per_look(
+    db_url: str, engine: Engine, ym: YmSimulator, tmp_path: Path
+) -> None:
+    """Promise (review rev36a: a price waiting behind a price Yandex's quarantine holds wrote a
+    history row at every look, a minute apart by default: ~1,440 a day per offer while the
+    seller leaves the quarantine as advised): the looks go on (the wait is not over until
+    Yandex lets 300 go), but the same wait in the same words is written once; the biography
+    keeps its first row. Here a look a second (its least) for 5 s: several looks, one row."""
+    from sqlalchemy import func, select
+
+    from exchange.db.engine import transaction
+    from exchange.db.schema import history, messages
+
+    deliver = deliverer(db_url, engine, ym, tmp_path, ym_apply_timeout="3")
+    looks_before = ym.requests["price-quarantine"]
+    a_repeat_behind_withheld(engine, ym, deliver, first=10, repeat=5, waiting={"delayed"})
+    looks = ym.requests["price-quarantine"] - looks_before
+    with transaction(engine, read_only=True) as connection:
+        rows = connection.execute(
+            select(history.c.detail, func.count())
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(messages.c.version == 3, history.c.event == "awaiting-outcome")
+            .group_by(history.c.detail)
+        ).all()
+    assert looks >= 4, f"the wait kept looking ({looks} quarantine reads)"
+    assert [1] * len(rows) == [n for _, n in rows], rows
+    assert 1 <= len(rows) <= 2, rows  # its words (and the read-back's once, at most)
