@@ -119,8 +119,9 @@ def next_end_by(engine: Engine, name: str) -> Callable[[], bool]:
 
     before = len(events(engine))
     then = changed()
-    return lambda: any(w == name for _, w, _ in events(engine)[before:]) or (
-        (now := changed()) != then and now[1] is None
+    return lambda: (
+        any(w == name for _, w, _ in events(engine)[before:])
+        or ((now := changed()) != then and now[1] is None)
     )
 
 
