@@ -399,6 +399,122 @@ def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_
     assert live is not None and (live.value, live.discount_base) == (1000, None)
 
 
+def test_ozon_a_lone_old_price_breaking_beside_the_price_waits_10_minutes_then_quarantined(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14, never a version 1C replaced; issue 32, the Yandex twin above):
+    Ozon shows 1000/1400; 1C's old price 1020 comes alone (a gap of 20, under Ozon's 5 % of
+    1020, research §1.1/§1.4). The price may be a package away: it waits, not charged and
+    never sent, for ``COMPANION_GRACE`` (10 minutes from intake) on the worker's clock, then
+    is ``invalid-for-channel``. 1C replaced 1400, so Ozon must not go on showing it as the
+    price before the discount: before the quarantine is said, the price goes once more with
+    old_price "0" (§1.1, §1.6.3: "0" removes it), and Ozon ends at 1000 with no old price.
+    (Before: nothing was sent, and Ozon kept 1000 beside the replaced 1400, a discount 1C no
+    longer gives, for good.)"""
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon.hours import SENDING
+    from exchange.targets.ozon.target import IMPORT_PRICES
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    seen: dict[str, object] = {}
+
+    async def cycles(w: Worker, seconds: float) -> None:
+        for _ in range(5):
+            await w.cycle()
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+        for _ in range(5):
+            await w.cycle()
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        clock.advance(60)
+        site.clock.advance(60)
+        sent = site.requests[IMPORT_PRICES]
+        stage(engine, [row("SKU-1", "old", 2, "1020.00")])
+        await cycles(w, COMPANION_GRACE - 30)
+        seen["waiting"] = states(engine)[("SKU-1/old", 2)]
+        seen["tries"] = attempts_and_errors(engine)[("SKU-1/old", 2)][0]
+        seen["sent early"] = site.requests[IMPORT_PRICES] - sent
+        clock.advance(31)
+        site.clock.advance(31)
+        await drain(w)
+        seen["sent"] = site.requests[IMPORT_PRICES] - sent
+
+    run_worker(worker, scenario)
+    assert ("delayed", None) == seen["waiting"], "waits for 1C's next package"
+    assert 0 == seen["tries"], "not charged"
+    assert 0 == seen["sent early"], "nothing sent while it waits"
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    assert ("delivered", None) == states(engine)[("SKU-1/retail", 1)], "1000 stays delivered"
+    assert 1 == seen["sent"], "the price once, with old_price 0 in place of the replaced 1400"
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert [(1000, 1400), (1000, 0)] == pairs, "never 1020, never 1400 again"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1000, 0)
+    with transaction(engine, read_only=True) as connection:
+        receipt = connection.execute(
+            select(messages.c.receipt).where(
+                messages.c.aggregate == "SKU-1/old", messages.c.version == 2
+            )
+        ).scalar_one()
+    assert str(receipt).startswith(SENDING), "the clearing counts in the product's hour (§1.3)"
+
+
+def test_ozon_clearing_the_replaced_old_price_refused_for_the_hour_waits_and_goes_after_it(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14: Ozon's 10 updates of a product an hour, research §1.3; the
+    clearing of the twin above): where Ozon refuses the clearing (1000 with old_price "0")
+    for its hourly limit (the simulator's limit lowered to 1: another sender's updates count
+    too), 1C's old price 1020 is neither quarantined nor charged: it waits for the product's
+    hour; then the clearing goes, Ozon ends at 1000 with no old price, and only then is 1020
+    ``invalid-for-channel`` (never lost with Ozon still showing the replaced 1400)."""
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon.target import IMPORT_PRICES
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    seen: dict[str, object] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def cycles(w: Worker) -> None:
+        for _ in range(5):
+            await w.cycle()
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        site.limits.item_limit = 1
+        advance(60)
+        sent = site.requests[IMPORT_PRICES]
+        stage(engine, [row("SKU-1", "old", 2, "1020.00")])
+        await cycles(w)
+        advance(COMPANION_GRACE + 1)
+        await cycles(w)
+        seen["refused"] = states(engine)[("SKU-1/old", 2)]
+        seen["tries"] = attempts_and_errors(engine)[("SKU-1/old", 2)][0]
+        seen["sent in the hour"] = site.requests[IMPORT_PRICES] - sent
+        seen["shown in the hour"] = site.product("SKU-1")
+        advance(3600 + 60)  # the hour and a bit after a refusal (hours.AFTER_REFUSAL)
+        await drain(w)
+
+    run_worker(worker, scenario)
+    assert ("delayed", None) == seen["refused"], "waits for the product's hour, never lost"
+    assert 0 == seen["tries"], "not charged"
+    assert 1 == seen["sent in the hour"], "the clearing once, refused for the hour"
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert [(1000, 1400), (1000, 0)] == pairs, "never 1020, never 1400 again"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1000, 0)
+
+
 def test_ozon_an_old_price_cleared_beside_a_new_price_never_comes_back_beside_the_next(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:

@@ -126,9 +126,11 @@ def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethro
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:
     """Item 4: 1000 with old_price 1400 delivered; 1C's old price 900 (below 1000, research
-    §1.1) waits for 1C's next package, then is quarantined with nothing sent: Ozon keeps
-    showing 1400 struck through. The entry said only the rule it breaks; it says, in one
-    sentence, that buyers still see the strikethrough price 1C replaced (``history``, the
+    §1.1) waits for 1C's next package, then is quarantined. Before it is, 1000 goes with
+    old_price "0" (issue 32: never the old price 1C replaced), and here Ozon refuses that
+    (the category's range moved above 1000 meanwhile, §1.4 ``invalid_category_price``): Ozon
+    keeps showing 1400 struck through. The entry said only the rule it breaks; it says, in
+    one sentence, that buyers still see the strikethrough price 1C replaced (``history``, the
     operators' report)."""
     from clitools import Cli
 
@@ -137,6 +139,7 @@ def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethro
     async def scenario(w: Worker) -> None:
         stage(engine, [typed(1, "1000.00", "retail"), typed(1, "1400.00", "old")])
         await drain(w)
+        site.set_category_bounds("SKU-1", Decimal(1100), Decimal(100000))
         for _ in range(13):  # the grace for 1C's next package (10 min) runs out
             clock.advance(61)
             site.clock.advance(61)
@@ -146,7 +149,8 @@ def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethro
 
     run_worker(worker, scenario)
     product = site.product("SKU-1")
-    assert product is not None and product.old_price == Decimal(1400), "nothing sent"
+    assert product is not None and product.old_price == Decimal(1400), "Ozon refused 1000/0"
+    assert 1 == site.outcomes["invalid_category_price"], "the clearing went once, refused"
     cli = Cli(tmp_path)
     found = cli("find", "SKU-1/old", db=db_url, env=EN).stdout
     refused = next(x for x in found.splitlines() if x.startswith("price.SKU-1_old.v2."))

@@ -513,3 +513,51 @@ def test_a_dependent_price_of_a_later_package_waits_for_1c_even_beside_the_earli
     assert items == [{"price": Decimal("1100")}]
     once = answers[together.message_id]
     assert (once.verdict, once.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+
+
+def test_a_lone_dependent_price_quarantined_clears_only_what_a_send_can_clear() -> None:
+    """Promise (contract 14: never a version 1C replaced; issue 32, the Ozon twin of review
+    pairlate36): Ozon shows 1000 with old_price 1400 and min_price 600. 1C's old price 1020
+    alone (a gap under Ozon's 5 %, research §1.1/§1.4) is quarantined once
+    ``COMPANION_GRACE`` is over, and ``Built.clears`` hands the target 1000 with old_price "0"
+    (§1.1, §1.6.3: "0" removes it) carrying it, with its quarantine for once Ozon took it. Not
+    so where nothing a send can clear: a lone min_price (none to send in its place: Ozon keeps
+    its own; a send would change nothing and spend one of the hour's 10 updates, §1.3), nor
+    where the old price delivered was itself "0" (Ozon shows none: never "still shows old_price
+    0.00")."""
+    from datetime import timedelta
+
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon.target import DEPENDENT, ozon_rule
+
+    ozon = channel(dependent=DEPENDENT)
+    made = datetime(2026, 12, 5, tzinfo=UTC)  # the messages' created_at (price() above)
+    now = made + timedelta(seconds=COMPANION_GRACE + 1)
+    held = [known("A", "retail", "1000"), known("A", "old", "1400"), known("A", "min", "600")]
+
+    lone_old = price("A", "old", "1020")
+    built = build([lone_old], ozon, held, {}, ozon_rule, now=now)
+    said = built.answers[lone_old.message_id]
+    assert (said.verdict, said.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    assert "still shows old_price 1400," in said.detail, said.detail
+    [(clear, then)] = built.clears
+    assert clear.prices == {
+        "price": Decimal("1000"),
+        "old_price": Decimal(0),
+        "min_price": Decimal("600"),
+    }
+    assert clear.carried == [lone_old]
+    assert (then.verdict, then.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    assert "still shows" not in then.detail, "said once Ozon shows none"
+
+    lone_min = price("A", "min", "400")  # under half of 1000
+    built = build([lone_min], ozon, held, {}, ozon_rule, now=now)
+    said = built.answers[lone_min.message_id]
+    assert (said.verdict, said.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    assert built.clears == [], "an update cannot clear min_price"
+
+    none_shown = [known("A", "retail", "1000"), known("A", "old", "0")]
+    built = build([lone_old], ozon, none_shown, {}, ozon_rule, now=now)
+    said = built.answers[lone_old.message_id]
+    assert (said.verdict, said.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    assert built.clears == [] and "still shows" not in said.detail, said.detail

@@ -409,7 +409,8 @@ def _shown_dependent(
     """The dependent price the marketplace shows of those the item carries as new alone (its
     type and the amount delivered before, which 1C replaced); None where the item carries an
     independent price too (it would go with the item), or none was delivered, or 1C's earlier
-    replacement already went as none (``_replaced``: the marketplace shows none)."""
+    replacement already went as none (``_replaced``: the marketplace shows none), or the one
+    delivered was itself its "none" (1C's old price 0: Ozon shows no old price)."""
     if not item.new or not item.new <= set(channel.dependent):
         return None
     for price in sorted(known, key=lambda k: k.version, reverse=True):
@@ -418,6 +419,8 @@ def _shown_dependent(
             continue
         if price.version >= item.versions.get(mapped, 0) or _replaced(price, mapped, channel):
             continue
+        if price.amount == channel.dependent[mapped]:
+            return None  # delivered as its "none" (1C's old price 0: Ozon shows none, §1.1)
         return mapped, price.amount
     return None
 
@@ -427,8 +430,13 @@ def _clearing(item: Item, channel: Channel, known: Iterable[KnownPrice], rule: R
     "none": Yandex without discountBase), carrying them: what 1C states once they are
     quarantined (docs/marketplaces.md: the old price 1C no longer states is a false discount;
     review pairlate36: 1100 stayed beside the 1200 1C replaced by 1150, which broke the rule
-    in a later package than 1100's). None where no independent price is known or the rule
-    breaks without them too."""
+    in a later package than 1100's; the same shape on Ozon: old_price "0", research §1.1,
+    §1.6.3). None where no independent price is known, or the rule breaks without them too,
+    or none of them has a "none" to send in its place (Ozon's min_price: left out, Ozon keeps
+    its own, so an item without it would change nothing Ozon shows and only spend one of the
+    product's 10 updates an hour, §1.3)."""
+    if all(channel.dependent.get(item.fields_of[m.message_id]) is None for m in item.carried):
+        return None
     clear = _item(item.sku, [], channel, known)
     clear.offer_id = item.offer_id
     for message in item.carried:

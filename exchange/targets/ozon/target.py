@@ -41,7 +41,7 @@ import math
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -68,6 +68,7 @@ from exchange.targets.marketplace.holders import (
     shared_article,
 )
 from exchange.targets.marketplace.items import (
+    Built,
     Channel,
     Item,
     by_sku,
@@ -387,6 +388,8 @@ class OzonTarget:
             now=datetime.fromtimestamp(self.clock(), UTC),
         )
         answers = dict(built.answers)
+        clears = self._clears(built, answers)
+        built.items = [*built.items, *clears]
         if self.channel.sku_source == "article":
             # Articles come trimmed (``exchange.db.articles``), as the database's offers.
             kept, refused = await self.one_sku.split(
@@ -454,7 +457,53 @@ class OzonTarget:
             await self._first_after_circle(going, now, answers)
         elif going:
             await self._send_now(going, now, answers)
+        self._cleared(built, clears, answers)
         return [answers[m.message_id] for m in messages]
+
+    @staticmethod
+    def _clears(built: Built, answers: dict[str, Classification]) -> list[Item]:
+        """The items of ``built.clears`` to send (``items._clearing`` decides which): Ozon
+        shows the old price 1C replaced by one quarantined beside the delivered price (1000
+        with 1400 where 1C now says 1020, alone, a gap under Ozon's 5 %, research §1.1), and a
+        strikethrough price 1C no longer states is a false discount; the known price goes
+        with old_price "0" (§1.1, §1.6.3: "0" removes it), carrying the quarantined price,
+        which is quarantined once Ozon took the item (``_cleared``). Each goes as any item:
+        held by the product's hour (§1.3), "Circle is open", a lost send, not charged and
+        waiting, its quarantine decided again at its next try. Not where another item of its
+        SKU goes in this batch (one item a product a request)."""
+        going = {item.sku for item in built.items}
+        return [
+            item
+            for item, _ in built.clears
+            if item.sku not in going
+            and all(
+                (said := answers.get(m.message_id)) is not None and said.verdict is Verdict.TERMINAL
+                for m in item.carried
+            )
+        ]
+
+    @staticmethod
+    def _cleared(built: Built, clears: list[Item], answers: dict[str, Classification]) -> None:
+        """The verdicts of the prices the clearing items carried (``_clears``): taken by Ozon
+        (``updated``), or shown already (read: no request), their quarantine (``Built.clears``,
+        never delivered: 1C's price never went); refused otherwise (a rule, the offer), the
+        quarantine as it was without a clearing, which says Ozon still shows the old price;
+        any wait (the hour, "Circle is open", a lost send, a retry) stands, not charged where
+        it says so, and the next try decides again. Taken in a request, the quarantine keeps
+        the send's mark as its receipt (``SentTimes.reserve``): Ozon counted the update in
+        the product's hour, and the database's count of it reads the mark."""
+        then = {m.message_id: t for c, t in built.clears for m in c.carried}
+        for item in clears:
+            for m in item.carried:
+                said = answers[m.message_id]
+                if said.verdict is Verdict.DELIVERED:
+                    sent = said.http_status == 200
+                    quarantine = then[m.message_id]
+                    answers[m.message_id] = replace(
+                        quarantine, receipt=None if sent else quarantine.receipt
+                    )
+                elif said.verdict is Verdict.TERMINAL:
+                    answers[m.message_id] = built.answers[m.message_id]
 
     async def _send_now(
         self, items: list[Item], now: float, answers: dict[str, Classification]
