@@ -5,6 +5,7 @@ with a newer version, the advice is cancel; without one, correct and retry as be
 from __future__ import annotations
 
 import html
+import json
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, select
@@ -179,6 +180,14 @@ def test_the_list_and_the_message_page_say_a_withheld_newer_version_goes_nowhere
     # the message page: the same words, from the same decision
     assert _advice(olga, ids["V-5 v2"]).split(">", 1)[1] == withheld
     assert "та уйдёт вместо неё" in _advice(olga, ids["V-6 v1"])
+    # the workbench's export: the same advice, the list named where it is (no command)
+    exported = client.get("/export", params={"format": "json"})
+    assert exported.status_code == 200, exported.text
+    entries = {e["message_id"]: e for e in json.loads(exported.text)["entries"]}
+    said = entries[ids["V-5 v2"]]["next_check"]
+    assert entries[ids["V-5 v2"]]["newer_version_withheld"] is True, said
+    assert WITHHELD in said and f"{WITHHELD_LIST} на рабочем месте" in said, said
+    assert "exchange withheld list" not in said and "уйдёт вместо" not in said, said
 
 
 def test_the_list_says_the_advice_of_rows_superseded_after_quarantine_as_their_page_does(
