@@ -219,6 +219,10 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "newer_sent": N_("1C has sent a newer version since"),
     # ... where that one is in quarantine too: none goes in its place (review 36, item 4).
     "newer_held": N_("1C has sent a newer version since, but it is in quarantine too"),
+    # ... where the marketplace withholds it in its own price quarantine (review rev36b).
+    "newer_withheld": N_("1C has sent a newer version since, but the marketplace withholds it"),
+    # A quarantined record superseded after quarantine: its advice is its own too (rev36b).
+    "superseded_row": N_("superseded after quarantine: a newer version was delivered"),
     # A message page's empty facts, said with their meaning (a new message has no reason yet).
     "not_sent_yet": N_("— (not sent yet)"),
     "no_reason": N_("— (waits for no operator's decision)"),
@@ -233,6 +237,10 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "step_history_file": N_("the message's history on its page on the workbench"),
     "step_restart": N_("restart the delivery workers so that they read the setting,"),
     "step_history": N_("the message's history on its page"),
+    # where a person decides on a price the channel withholds: the workbench's list of them
+    # (report.words._INVALID_NEWER_WITHHELD), named by its title (``list_withheld``)
+    "step_withheld": N_("the list “{title}”"),
+    "step_withheld_file": N_("the list “{title}” on the workbench"),
     "payload": NP_("payload", "Payload"),
     "cause": N_("Cause"),
     "blocked_by_quarantine": N_("the next version is quarantined: retry or cancel it"),
@@ -447,6 +455,7 @@ def page_steps(lang: Lang) -> dict[str, str]:
         "cancel": word("step_press", lang).format(button=word("cancel", lang)),
         "restart": word("step_restart", lang),
         "history": word("step_history", lang),
+        "withheld": word("step_withheld", lang).format(title=word("list_withheld", lang)),
     }
 
 
@@ -456,6 +465,7 @@ def file_steps(lang: Lang) -> dict[str, str]:
     return {
         **page_steps(lang),
         "history": word("step_history_file", lang),
+        "withheld": word("step_withheld_file", lang).format(title=word("list_withheld", lang)),
         "place": word("step_place_file", lang),
     }
 

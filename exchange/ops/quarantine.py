@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, Select, and_, exists, func, select
 from sqlalchemy.sql.selectable import Subquery
@@ -133,41 +133,77 @@ def newer_sent(m: Any) -> ColumnElement[bool]:
 def newer_held(m: Any) -> ColumnElement[bool]:
     """True where 1C has sent a newer version (``newer_sent``) but every such version is in
     quarantine too: none will go in this one's place, and buyers keep the price delivered
-    before (review 36, item 4: the advice said the newer one would go). A newer version in any
-    other live state (on its way, delivered, withheld at the channel) goes."""
-    going = deliveries.alias("going")
+    before (review 36, item 4: the advice said the newer one would go). One withheld by the
+    channel is ``newer_withheld``'s; one in any other live state (on its way, delivered) goes."""
+    return and_(newer_sent(m), ~_newer_beside(m, State.QUARANTINED))
+
+
+def newer_withheld(m: Any) -> ColumnElement[bool]:
+    """True where 1C has sent a newer version (``newer_sent``), every such version is
+    withheld by the channel (the marketplace's own price quarantine holds it: Yandex Market's,
+    Wildberries') or in our quarantine, and at least one is withheld: none goes to buyers in
+    this one's place until someone releases it, and buyers see the price delivered before
+    (review rev36b: the advice said the newer one would go in its place)."""
+    withheld = deliveries.alias("withheld")
     return and_(
         newer_sent(m),
-        ~exists().where(
-            going.c.channel_id == m.c.channel_id,
-            going.c.aggregate_id == m.c.aggregate_id,
-            going.c.version > m.c.version,
-            going.c.state.not_in([State.CANCELLED.value, State.QUARANTINED.value]),
+        ~_newer_beside(m, State.QUARANTINED, State.WITHHELD),
+        exists().where(
+            withheld.c.channel_id == m.c.channel_id,
+            withheld.c.aggregate_id == m.c.aggregate_id,
+            withheld.c.version > m.c.version,
+            withheld.c.state == State.WITHHELD.value,
         ),
     )
 
 
-def newer_version_sent(connection: Connection, message_id: str) -> tuple[bool, bool, bool]:
+def _newer_beside(m: Any, *held: State) -> ColumnElement[bool]:
+    """True where a newer version of ``m``'s aggregate on its channel is in a live state other
+    than ``held`` (and cancelled): on its way or delivered, so it goes in ``m``'s place."""
+    going = deliveries.alias("going")
+    return exists().where(
+        going.c.channel_id == m.c.channel_id,
+        going.c.aggregate_id == m.c.aggregate_id,
+        going.c.version > m.c.version,
+        going.c.state.not_in([State.CANCELLED.value, *(state.value for state in held)]),
+    )
+
+
+class Newer(NamedTuple):
+    """What the message's page reads of a quarantined message (``newer_version_sent``)."""
+
+    sent: bool  # 1C has sent a newer version since, on its channel (``newer_sent``)
+    held: bool  # every such version is in quarantine too (``newer_held``)
+    withheld: bool  # ... or withheld by the channel, one at least (``newer_withheld``)
+    superseded: bool  # superseded after quarantine (``superseded_after_quarantine``)
+
+
+def newer_version_sent(connection: Connection, message_id: str) -> Newer:
     """Whether the message is quarantined on a channel to which 1C has sent a newer version of
     its aggregate since (``newer_sent``), whether every such version is in quarantine too
-    (``newer_held``), and whether it is superseded after quarantine there
-    (``superseded_after_quarantine``): what the message's page reads, as the list and the
-    report do."""
+    (``newer_held``) or, one at least, withheld by the channel (``newer_withheld``), and
+    whether it is superseded after quarantine there (``superseded_after_quarantine``): what
+    the message's page reads, as the list and the report do. Quarantined on several channels,
+    held where every channel's newer versions are held, withheld where each channel's are
+    held or withheld and one's at least withheld."""
     quarantined = deliveries.alias("q")
     pk = select(messages.c.id).where(messages.c.message_id == message_id).scalar_subquery()
     rows = connection.execute(
         select(
             newer_sent(quarantined),
             newer_held(quarantined),
+            newer_withheld(quarantined),
             superseded_after_quarantine(quarantined),
         ).where(
             quarantined.c.message_pk == pk,
             quarantined.c.state == State.QUARANTINED.value,
         )
     ).all()
-    sent = [bool(held) for newer, held, _ in rows if newer]
-    superseded = bool(rows) and all(bool(row[2]) for row in rows)
-    return bool(sent), bool(sent) and all(sent), superseded
+    sent = [(bool(held), bool(withheld)) for newer, held, withheld, _ in rows if newer]
+    superseded = bool(rows) and all(bool(row[3]) for row in rows)
+    held = bool(sent) and all(h for h, _ in sent)
+    withheld = bool(sent) and all(h or w for h, w in sent) and any(w for _, w in sent)
+    return Newer(bool(sent), held, withheld, superseded)
 
 
 def rows_in(ids: Sequence[int], state: State) -> Subquery:
@@ -184,6 +220,7 @@ def _base(m: Subquery, state: State = State.QUARANTINED) -> Select[Any]:
     if state == State.QUARANTINED:
         columns.append(newer_sent(m).label("newer_version_sent"))
         columns.append(newer_held(m).label("newer_version_held"))
+        columns.append(newer_withheld(m).label("newer_version_withheld"))
     return select(m, *columns)
 
 
@@ -255,6 +292,9 @@ def entry(row: Any, names: dict[int, str] | None = None) -> dict[str, Any]:
         "newer_version_sent": bool(row.get("newer_version_sent")),
         # and every such version is in quarantine too: none goes in its place (``newer_held``)
         "newer_version_held": bool(row.get("newer_version_held")),
+        # or withheld by the channel, one at least: none reaches buyers in its place until it
+        # is released (``newer_withheld``)
+        "newer_version_withheld": bool(row.get("newer_version_withheld")),
     }
 
 

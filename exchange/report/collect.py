@@ -243,6 +243,7 @@ def _entry(
         # quarantine.newer_sent decides it, as for the message's page and the quarantine's list
         newer_version_sent=row["newer_version_sent"],
         newer_version_held=row["newer_version_held"],
+        newer_version_withheld=row["newer_version_withheld"],
         history=tuple(events),
         several_channels=several,
     )

@@ -76,6 +76,9 @@ class Entry:
     newer_version_sent: bool = False
     # ... and every such version is in quarantine too (``quarantine.newer_held``): none goes.
     newer_version_held: bool = False
+    # ... or withheld by the channel, one at least (``quarantine.newer_withheld``): none reaches
+    # buyers until it is released.
+    newer_version_withheld: bool = False
     history: tuple[HistoryEvent, ...] = ()
     # contract 13: the channel it is quarantined on; None for intake's rejected record.
     channel: str | None = None

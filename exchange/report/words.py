@@ -154,7 +154,7 @@ def label(key: str, lang: Lang, zone: str = "UTC") -> str:
 # The steps a next check names, as a report says them (its reader has the command line: each
 # entry carries its command, ``command``). A page says them with its own buttons instead
 # (``next_check``'s ``steps``: the workbench's words), never a command.
-STEP_NAMES = ("retry", "cancel", "restart", "history")
+STEP_NAMES = ("retry", "cancel", "restart", "history", "withheld")
 # A page's steps may add where their buttons are (``exchange.words.file_steps``): a file has
 # none, and the place is said once after the advice, however many buttons it names.
 PLACE = "place"
@@ -164,6 +164,8 @@ _REPORT_STEPS: dict[str, str] = {
     "cancel": N_("cancel this record"),
     "restart": N_("restart exchange run"),
     "history": N_("the message's history (exchange history)"),
+    # where a person decides on a price the channel withholds (``_INVALID_NEWER_WITHHELD``)
+    "withheld": N_("the withheld list (exchange withheld list)"),
 }
 # The same steps for all the entries of one reason (a summary's row): each with the command
 # that shows them first and, with --yes added, does it.
@@ -332,9 +334,25 @@ _INVALID_NEWER_HELD = N_(
     "their place yet and buyers see the price delivered before: {cancel} (a retry would only "
     "end superseded by the newer one), then decide on the newer one by its own advice."
 )
+# The same where every newer version 1C has sent is withheld by the marketplace (its own price
+# quarantine: Yandex Market's, Wildberries') or in quarantine too, one at least withheld
+# (``ops.quarantine.newer_withheld``): the marketplace took it but buyers do not see it until
+# someone releases it, so none goes in its place yet (review rev36b: the words said it went).
+_INVALID_NEWER_WITHHELD = N_(
+    "The marketplace cannot take this price as it is (the last error says why), and 1C has "
+    "sent a newer version of it since, but the marketplace withholds that one in its own "
+    "price quarantine, so buyers see the price delivered before until it is released: "
+    "{cancel} (a retry would only end superseded by the newer one), then open {withheld} and "
+    "decide on the newer one there."
+)
 # A quarantined price 1C has sent a newer version of since, where that changes its advice
-# (``newer_advised``): the newer one goes in its place, or it is in quarantine too.
-NEWER_GOES, NEWER_HELD = "goes", "held"
+# (``newer_advised``): the newer one goes in its place, it is in quarantine too, or the
+# marketplace withholds it.
+NEWER_GOES, NEWER_HELD, NEWER_WITHHELD = "goes", "held", "withheld"
+NEWER_KINDS = (NEWER_GOES, NEWER_HELD, NEWER_WITHHELD)
+# A quarantined record superseded after quarantine: its advice is its own too (``own_advice``:
+# the quarantine's list of the workbench says it apart, as the message page does).
+SUPERSEDED = "superseded"
 
 
 def advice_words(
@@ -344,6 +362,7 @@ def advice_words(
     superseded: bool = False,
     newer: bool = False,
     held: bool = False,
+    withheld: bool = False,
 ) -> str:
     """The advice ``next_check`` says for ``reason`` on a channel of ``target``, untranslated:
     the one place that decides it per target's kind (a site's or a marketplace's, contract 14).
@@ -351,11 +370,15 @@ def advice_words(
     page says it once, ``web.workbench.core.reasons_on``). ``newer``: 1C has sent a newer
     version since (``ops.quarantine.newer_version_sent``): a price invalid for the channel is
     cancelled then, never retried; ``held``: every such version is in quarantine too
-    (``ops.quarantine.newer_held``), so none goes in its place."""
+    (``ops.quarantine.newer_held``), so none goes in its place; ``withheld``: the channel
+    withholds one of them and the others are in quarantine (``ops.quarantine.newer_withheld``),
+    so none reaches buyers until it is released."""
     marketplace = on_marketplace(target)
     if superseded:
         return _SUPERSEDED_ON_MARKETPLACE if marketplace else _SUPERSEDED
     if newer and reason == "invalid-for-channel":
+        if withheld:
+            return _INVALID_NEWER_WITHHELD
         return _INVALID_NEWER_HELD if held else _INVALID_NEWER_SENT
     if marketplace and reason and reason.startswith("http-"):
         return _REJECTED_BY_MARKETPLACE
@@ -375,20 +398,54 @@ def newer_advised(
     *,
     superseded: bool = False,
     held: bool = False,
+    withheld: bool = False,
 ) -> str | None:
     """Whether 1C's newer version (``newer``: ``ops.quarantine.newer_sent``; ``held``: every
-    such version in quarantine too, ``newer_held``) gives the record its own advice for
-    ``reason`` on a channel of ``target`` (``advice_words``): ``NEWER_GOES`` or
-    ``NEWER_HELD`` where it does, None where not. A record superseded after quarantine takes
+    such version in quarantine too, ``newer_held``; ``withheld``: withheld by the channel,
+    ``newer_withheld``) gives the record its own advice for ``reason`` on a channel of
+    ``target`` (``advice_words``): ``NEWER_GOES``, ``NEWER_HELD`` or ``NEWER_WITHHELD`` where
+    it does, None where not. A record superseded after quarantine takes
     that advice instead (review 36, item 5: such rows were counted among these). The one
     decision the quarantine's list, its message page and the report's rows and summary
     share: where it is not None, a list says the record apart from the others of its
     reason."""
     if not newer or superseded:
         return None
-    if advice_words(reason, target, newer=True, held=held) == advice_words(reason, target):
+    if advice_words(reason, target, newer=True, held=held, withheld=withheld) == advice_words(
+        reason, target
+    ):
         return None
-    return NEWER_HELD if held else NEWER_GOES
+    return NEWER_WITHHELD if withheld else NEWER_HELD if held else NEWER_GOES
+
+
+def own_advice(
+    reason: str | None,
+    target: str | None,
+    newer: bool,
+    *,
+    superseded: bool = False,
+    held: bool = False,
+    withheld: bool = False,
+) -> str | None:
+    """The advice of its own a record of the quarantine takes apart from the others of its
+    reason: ``SUPERSEDED`` where it is superseded after quarantine (its message page's
+    advice, ``advice_words``), else ``newer_advised``'s. The workbench's quarantine list
+    says each apart, its rows and its «Что делать дальше» (review rev36b, item 2: a superseded
+    row's advice was in its message page only)."""
+    if superseded:
+        return SUPERSEDED
+    return newer_advised(reason, target, newer, held=held, withheld=withheld)
+
+
+def advised(kind: str | None) -> dict[str, bool]:
+    """The flags of ``advice_words`` (and ``next_check``) that say the advice of its own
+    ``kind`` (``own_advice``, ``newer_advised``; None: the reason's)."""
+    return {
+        "superseded": kind == SUPERSEDED,
+        "newer": kind in NEWER_KINDS,
+        "held": kind == NEWER_HELD,
+        "withheld": kind == NEWER_WITHHELD,
+    }
 
 
 def next_check(
@@ -400,13 +457,16 @@ def next_check(
     target: str | None = None,
     newer: bool = False,
     held: bool = False,
+    withheld: bool = False,
 ) -> str:
     """What the operator has to check or do next, in plain words. ``steps`` says each of
     ``STEP_NAMES`` as a page does (its buttons); a report's own words by default. ``target``:
     the channel's; a marketplace's (``words.on_marketplace``) has no site team to ask.
-    ``newer``: 1C has sent a newer version since; ``held``: it is in quarantine too
-    (``advice_words``)."""
-    words = advice_words(reason, target, superseded=superseded, newer=newer, held=held)
+    ``newer``: 1C has sent a newer version since; ``held``: it is in quarantine too;
+    ``withheld``: the channel withholds it (``advice_words``)."""
+    words = advice_words(
+        reason, target, superseded=superseded, newer=newer, held=held, withheld=withheld
+    )
     said = steps if steps is not None else {k: _(v, lang) for k, v in _REPORT_STEPS.items()}
     advice = _(words, lang).format(reason=reason, **{k: said[k] for k in STEP_NAMES})
     pressed = sum(words.count(f"{{{step}}}") for step in _PRESSED)
@@ -453,20 +513,16 @@ def summary_next_check(report: Report, reason: str, lang: Lang) -> str:
     if not kinds:
         return advice_by_kind(reason, {entry.target for entry in entries}, lang, steps)
     each = report.steps or {**steps, "cancel": _(_EACH_BY_ITS_COMMAND, lang)}
-    groups = [(kind, kinds[kind]) for kind in (NEWER_GOES, NEWER_HELD) if kind in kinds]
+    groups = [(kind, kinds[kind]) for kind in NEWER_KINDS if kind in kinds]
     if not rest and len(groups) == 1:
         kind, newer = groups[0]
         target = reason_target(entry.target for entry in newer)
-        return next_check(
-            reason, lang, steps=each, target=target, newer=True, held=kind == NEWER_HELD
-        )
+        return next_check(reason, lang, steps=each, target=target, **advised(kind))
     bare = {step: words for step, words in each.items() if step != PLACE}  # said once, above
     lines = [advice_by_kind(reason, {entry.target for entry in rest}, lang, steps)] if rest else []
     for kind, newer in groups:
         target = reason_target(entry.target for entry in newer)
-        advice = next_check(
-            reason, lang, steps=bare, target=target, newer=True, held=kind == NEWER_HELD
-        )
+        advice = next_check(reason, lang, steps=bare, target=target, **advised(kind))
         lines.append(_("Of these, {count}: {advice}", lang).format(count=len(newer), advice=advice))
     return "\n".join(lines)
 
@@ -479,6 +535,7 @@ def _newer_of(entry: Entry) -> str | None:
         entry.newer_version_sent,
         superseded=entry.superseded_after_quarantine,
         held=entry.newer_version_held,
+        withheld=entry.newer_version_withheld,
     )
 
 
@@ -561,12 +618,14 @@ def command(entry: Entry) -> str:
         superseded=entry.superseded_after_quarantine,
         newer=entry.newer_version_sent,
         held=entry.newer_version_held,
+        withheld=entry.newer_version_withheld,
     )
     cancel = entry.rejected_row or advice in (
         _SUPERSEDED,
         _SUPERSEDED_ON_MARKETPLACE,
         _INVALID_NEWER_SENT,
         _INVALID_NEWER_HELD,
+        _INVALID_NEWER_WITHHELD,
     )
     # with several channels, the entry's own (seller 34 item 4): the command acts there only
     on = f" --channel {entry.channel}" if entry.several_channels and entry.channel else ""
@@ -587,6 +646,7 @@ def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = No
         target=entry.target,
         newer=entry.newer_version_sent,
         held=entry.newer_version_held,
+        withheld=entry.newer_version_withheld,
     )
     found = cause(entry, lang)
     parts = [advice]

@@ -400,6 +400,7 @@ LIST_FIELDS = {
     "superseded_after_quarantine",
     "newer_version_sent",  # 1C has sent a newer version since (seller review 35)
     "newer_version_held",  # ... and every such version is in quarantine too (review 36)
+    "newer_version_withheld",  # ... or withheld by the marketplace, one at least (rev36b)
     "channel",  # contract 13: the channel it waits on (None: intake's record), always in JSON
 }
 REPORT_FIELDS = {"last_attempt", "next_check", "payload", "history"}

@@ -8,6 +8,16 @@ report's and the workbench's tests:
   v2's place (buyers keep 1000), the advice must not say the newer one goes;
 - V-3: v1 quarantined, v2 on its way: v2 goes in v1's place;
 - V-4: v1 quarantined, nothing newer: correct and retry.
+
+Review rev36b (item 1), a newer version the marketplace withholds in its own price quarantine
+(research: Yandex Market §3, Wildberries §2; the delivery's state ``withheld``, contract 13):
+buyers do not see it until someone releases it, so it does not go in the price's place:
+
+- V-5: v1 1000 RUB delivered, v2 quarantined, v3 1150 RUB withheld by the marketplace, v4 in
+  quarantine too: nothing reaches buyers in v2's place, buyers keep 1000 until v3 is
+  released; v2 is advised cancel, then a decision on v3 in the withheld list;
+- V-6: v1 quarantined, v2 withheld, v3 on its way: v3 goes in v1's place (withheld is said
+  only where nothing newer is on its way).
 """
 
 from __future__ import annotations
@@ -88,6 +98,21 @@ def invalid_newer_scene(engine: Engine, now: datetime) -> dict[str, str]:
     # V-4: an invalid one alone
     taken(engine, [_price("V-4", 1, "20.50")], now)
     _set(engine, "V-4/retail", 1, **quarantined)
+    # V-5: delivered, an invalid one, a newer the marketplace withholds, a newer in quarantine
+    taken(engine, [_price("V-5", 1, "1000.00")], now)
+    _set(engine, "V-5/retail", 1, done=True, state="delivered")
+    taken(engine, [_price("V-5", 2, "1100.00")], now)
+    _set(engine, "V-5/retail", 2, **quarantined)
+    taken(engine, [_price("V-5", 3, "1150.00")], now)
+    _set(engine, "V-5/retail", 3, state="withheld", last_status=200)
+    taken(engine, [_price("V-5", 4, "1160.00")], now)
+    _set(engine, "V-5/retail", 4, **quarantined)
+    # V-6: an invalid one, a newer withheld, a newer still on its way
+    taken(engine, [_price("V-6", 1, "30.50")], now)
+    _set(engine, "V-6/retail", 1, **quarantined)
+    taken(engine, [_price("V-6", 2, "1200.00")], now)
+    _set(engine, "V-6/retail", 2, state="withheld", last_status=200)
+    taken(engine, [_price("V-6", 3, "1210.00")], now)
     with transaction(engine, read_only=True) as connection:
         rows = connection.execute(
             select(messages.c.aggregate, messages.c.version, messages.c.message_id)

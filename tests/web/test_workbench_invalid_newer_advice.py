@@ -5,6 +5,7 @@ with a newer version, the advice is cancel; without one, correct and retry as be
 from __future__ import annotations
 
 import html
+import json
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, select
@@ -130,7 +131,8 @@ def test_the_list_and_the_message_page_say_what_the_newer_version_does(
     advices = [_section(dd, ">", "</dd>") for dd in steps.split("<dd")[1:]]
     goes = [a for a in advices if "та уйдёт вместо неё" in a]
     held = [a for a in advices if "но и та в карантине" in a]
-    assert len(advices) == 3 and len(goes) == 1 and len(held) == 1, steps
+    # the reason's own, goes, held, and (review rev36b) withheld and superseded
+    assert len(advices) == 5 and len(goes) == 1 and len(held) == 1, steps
     assert "уйдёт вместо" not in held[0], held
     # the message page: the same words, from the same decision
     assert _advice(olga, ids["V-2 v2"]).split(">", 1)[1] == held[0]
@@ -139,3 +141,83 @@ def test_the_list_and_the_message_page_say_what_the_newer_version_does(
     superseded = _advice(olga, ids["V-1 v2"])
     assert "на площадку уже доставлена более новая версия" in superseded, superseded
     assert "уйдёт вместо" not in superseded, superseded
+
+
+WITHHELD_NOTE = "1С с тех пор прислала более новую версию, но площадка её придерживает"
+WITHHELD = "но площадка придерживает её в собственном карантине цен"
+WITHHELD_LIST = "список «Принято каналом, придержано от покупателей»"
+
+
+def test_the_list_and_the_message_page_say_a_withheld_newer_version_goes_nowhere_until_released(
+    olga: str, db: Engine
+) -> None:
+    """Review rev36b, item 1: a newer version the marketplace withholds in its own price
+    quarantine was said to go in the price's place («та уйдёт вместо неё»), though buyers do
+    not see it until someone releases it. The list's row, its «Что делать дальше» and the
+    message page say it from one decision: cancel, then decide on the newer one in the list
+    of withheld prices; a newer one on its way beside a withheld one still goes."""
+    ids = invalid_newer_scene(db, NOW)
+    client = signed_in(olga, "olga")
+
+    page = html.unescape(client.get("/quarantine").text)
+
+    rows = {
+        name: _section(page, f'value="{ids[name]}"', "</tr>")
+        for name in ids
+        if name in {"V-5 v2", "V-5 v4", "V-6 v1"}
+    }
+    assert f'class="newer">{WITHHELD_NOTE}<' in rows["V-5 v2"], rows["V-5 v2"]
+    assert 'class="newer">1С с тех пор прислала более новую версию<' in rows["V-6 v1"]
+    assert 'class="newer"' not in rows["V-5 v4"], rows["V-5 v4"]
+    steps = _section(page, '<section id="next-steps">', "</section>")
+    assert f"<dt>не подходит каналу (invalid-for-channel) — {WITHHELD_NOTE}</dt>" in steps, steps
+    advices = [_section(dd, ">", "</dd>") for dd in steps.split("<dd")[1:]]
+    (withheld,) = [a for a in advices if WITHHELD in a]
+    assert "уйдёт вместо" not in withheld and "в карантине, так что" not in withheld, withheld
+    assert "«Снять с отправки навсегда»" in withheld and RETRY not in withheld, withheld
+    assert WITHHELD_LIST in withheld and "сайт" not in withheld, withheld
+    assert "пока новую не выпустят" in withheld, withheld
+    # the message page: the same words, from the same decision
+    assert _advice(olga, ids["V-5 v2"]).split(">", 1)[1] == withheld
+    assert "та уйдёт вместо неё" in _advice(olga, ids["V-6 v1"])
+    # the workbench's export: the same advice, the list named where it is (no command)
+    exported = client.get("/export", params={"format": "json"})
+    assert exported.status_code == 200, exported.text
+    entries = {e["message_id"]: e for e in json.loads(exported.text)["entries"]}
+    said = entries[ids["V-5 v2"]]["next_check"]
+    assert entries[ids["V-5 v2"]]["newer_version_withheld"] is True, said
+    assert WITHHELD in said and f"{WITHHELD_LIST} на рабочем месте" in said, said
+    assert "exchange withheld list" not in said and "уйдёт вместо" not in said, said
+
+
+def test_the_list_says_the_advice_of_rows_superseded_after_quarantine_as_their_page_does(
+    olga: str, db: Engine
+) -> None:
+    """Review rev36b, item 2: a row superseded after quarantine (a newer version delivered
+    after it was quarantined) had no advice of its own in the quarantine's list (only its
+    message page said it): the list says it apart, as it does the newer versions' advice, in
+    the marketplace's words (never «сайт»), and marks the row; the reason's own advice stays
+    for the others."""
+    ids = invalid_newer_scene(db, NOW)
+    client = signed_in(olga, "olga")
+
+    page = html.unescape(client.get("/quarantine").text)
+
+    row = _section(page, f'value="{ids["V-1 v2"]}"', "</tr>")
+    note = "устарела после карантина: более новая версия уже доставлена"
+    assert f'class="superseded">{note}<' in row, row
+    assert 'class="superseded"' not in _section(page, f'value="{ids["V-4 v1"]}"', "</tr>")
+    steps = _section(page, '<section id="next-steps">', "</section>")
+    assert f"<dt>не подходит каналу (invalid-for-channel) — {note}</dt>" in steps, steps
+    advices = [_section(dd, ">", "</dd>") for dd in steps.split("<dd")[1:]]
+    (superseded,) = [a for a in advices if "уже доставлена более новая версия" in a]
+    assert "на площадку уже доставлена более новая версия" in superseded, superseded
+    assert "сайт" not in superseded and RETRY not in superseded, superseded
+    assert _advice(olga, ids["V-1 v2"]).split(">", 1)[1] == superseded
+    # the others of the reason keep its own advice (correct, then retry)
+    assert any(RETRY in a and "1С с тех пор" not in a for a in advices), advices
+    # the filter «только устаревшие» lists it alone, with its advice alone
+    only = html.unescape(client.get("/quarantine?superseded=1").text)
+    only_steps = _section(only, '<section id="next-steps">', "</section>")
+    only_advices = [_section(dd, ">", "</dd>") for dd in only_steps.split("<dd")[1:]]
+    assert only_advices == [superseded], only_steps

@@ -59,6 +59,7 @@ def entry_json(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) ->
         # `quarantine list --json`'s too: 1C has sent a newer version since
         "newer_version_sent": entry.newer_version_sent,
         "newer_version_held": entry.newer_version_held,
+        "newer_version_withheld": entry.newer_version_withheld,
         "next_check": entry_next_check(entry, lang, steps),
         "payload": entry.payload,
         "history": [history_json(event) for event in entry.history],

@@ -20,13 +20,23 @@ from sqlalchemy import Engine
 from exchange.db.engine import transaction
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.policy import KindPolicies
+from exchange.domain.states import State
 from exchange.i18n import number, percent
 from exchange.ops import find as finder
 from exchange.ops import operators
 from exchange.ops.backlog import estimate_kind
 from exchange.ops.status import human_age, pace_words, requests_per_second
 from exchange.report.mask import Redactor
-from exchange.report.words import NEWER_HELD, advice_words, newer_advised, next_check
+from exchange.report.words import (
+    NEWER_GOES,
+    NEWER_HELD,
+    NEWER_WITHHELD,
+    SUPERSEDED,
+    advice_words,
+    advised,
+    next_check,
+    own_advice,
+)
 from exchange.web.config import WebConfig
 from exchange.web.keys import DEVICE_MAX_AGE_S, Signer
 from exchange.web.sign_ins import SignIns
@@ -93,10 +103,12 @@ def reasons_on(
     is a marketplace's (``words.on_marketplace``: its advice is the marketplace's), by reason.
     A reason whose advice is one text on several channels (``report.words.advice_words``: three
     marketplaces' unmapped price type) is said once, never once per channel. The third: the
-    advice of the rows of which 1C has sent a newer version since, where that changes it
-    (``report.words.newer_advised``: ``NEWER_GOES`` or ``NEWER_HELD``, a price invalid for its
-    channel is cancelled then; None for the others, and for a row superseded after
-    quarantine), said beside the reason's own (seller review 35: the list advised retry)."""
+    advice of its own of the rows that take one (``report.words.own_advice``): those of which
+    1C has sent a newer version since, where that changes it (``NEWER_GOES``, ``NEWER_HELD``,
+    ``NEWER_WITHHELD``: a price invalid for its channel is cancelled then), and those
+    superseded after quarantine (``SUPERSEDED``, as their message page says it: review
+    rev36b item 2); None for the others. Said beside the reason's own (seller review 35: the
+    list advised retry)."""
     found = set()
     for row in rows:
         target = targets.get(row.get("channel") or "")
@@ -106,21 +118,36 @@ def reasons_on(
     for reason, target, newer in sorted(
         found, key=lambda three: (three[0] or "", three[2] or "", three[1] or "")
     ):
-        advice = advice_words(reason, target, newer=bool(newer), held=newer == NEWER_HELD)
+        advice = advice_words(reason, target, **advised(newer))
         said.setdefault((reason, advice), (reason, target, newer))
     return list(said.values())
 
 
 def row_newer(row: dict[str, Any], target: str | None) -> str | None:
-    """``report.words.newer_advised`` of a row of the quarantine's list (``ops.quarantine.
-    entry``): the one decision its row's words and the page's advice share."""
-    return newer_advised(
+    """``report.words.own_advice`` of a row of the quarantine's list (``ops.quarantine.
+    entry``): the one decision its row's words and the page's advice share. A quarantined
+    row's only (a list by state reads ``superseded_after_quarantine`` of every row: a
+    delivered one is at its cursor)."""
+    if row.get("state", State.QUARANTINED.value) != State.QUARANTINED.value:
+        return None
+    return own_advice(
         row.get("reason"),
         target,
         bool(row.get("newer_version_sent")),
         superseded=bool(row.get("superseded_after_quarantine")),
         held=bool(row.get("newer_version_held")),
+        withheld=bool(row.get("newer_version_withheld")),
     )
+
+
+# What a row of the quarantine's list says under its reason, and «Что делать дальше» beside
+# it, of a row's advice of its own (``row_newer``): the words' key, and the mark's class.
+OWN_NOTES: dict[str, tuple[str, str]] = {
+    NEWER_GOES: ("newer_sent", "newer"),
+    NEWER_HELD: ("newer_held", "newer"),
+    NEWER_WITHHELD: ("newer_withheld", "newer"),
+    SUPERSEDED: ("superseded_row", "superseded"),
+}
 
 
 class Who:
@@ -205,6 +232,7 @@ class Core:
         self.env.globals["words"] = WORDS
         self.env.globals["reasons_on"] = reasons_on
         self.env.globals["row_newer"] = row_newer
+        self.env.globals["own_notes"] = OWN_NOTES
 
     # -- sessions, CSRF, language --------------------------------------------------------
 
@@ -265,15 +293,14 @@ class Core:
             rps=lambda rate: requests_per_second(rate, lang),
             versions_n=lambda count: versions_counted(count, lang),
             # What to do next, per reason: the report's words (one text for both).
-            # ``newer``: ``report.words.newer_advised``'s (``NEWER_GOES``, ``NEWER_HELD``)
+            # ``newer``: ``report.words.own_advice``'s (``NEWER_GOES``, ``NEWER_HELD``,
+            # ``NEWER_WITHHELD``, ``SUPERSEDED``)
             next_step=lambda reason, superseded=False, target=None, newer=None: next_check(
                 reason,
                 lang,
-                superseded=superseded,
                 steps=page_steps(lang),
                 target=target,
-                newer=bool(newer),
-                held=newer == NEWER_HELD,
+                **{**advised(newer), "superseded": superseded or newer == SUPERSEDED},
             ),
             lang=lang,
             who=who,

@@ -652,18 +652,20 @@ class Pages(Core):
                 # page says not to confirm it, as ``status`` does (``ops.withheld_behind``).
                 story["behind"] = list(behind_named(connection, [message_id]).values())
                 # Quarantined where 1C has sent a newer version since: the advice is cancel,
-                # and says whether that one goes or is in quarantine too (review 36 item 4):
+                # and says whether that one goes, is in quarantine too (review 36 item 4) or is
+                # withheld by the marketplace (rev36b):
                 # the one decision the quarantine's list and the report take (``newer_advised``).
                 # Superseded after quarantine, it says that advice, as the report does.
-                sent, held, superseded = newer_version_sent(connection, message_id)
+                newer = newer_version_sent(connection, message_id)
                 shown_m = story["message"]
-                story["superseded"] = superseded
+                story["superseded"] = newer.superseded
                 story["newer"] = newer_advised(
                     shown_m.get("reason"),
                     story["targets"].get(shown_m.get("channel") or ""),
-                    sent,
-                    superseded=superseded,
-                    held=held,
+                    newer.sent,
+                    superseded=newer.superseded,
+                    held=newer.held,
+                    withheld=newer.withheld,
                 )
                 return story
 
