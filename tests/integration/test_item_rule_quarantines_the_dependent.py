@@ -659,3 +659,100 @@ def test_ozon_refusing_the_old_price_sends_the_price_again_without_the_one_1c_re
     assert ("delivered", None) == found[("SKU-1/retail", 2)]
     product = site.product("SKU-1")
     assert product is not None and (product.price, product.old_price) == (380, 0), "not 1400"
+
+
+# (1C's next retail price; what the marketplace is sent with it; whether the waiting old 1020
+# goes with it)
+NEXT_PACKAGE = [
+    # 1010 with 1020 still breaks the rule (Ozon: a gap of 10, under 5 % of 1020, research
+    # §1.1/§1.4; Yandex: a discount of 0.98 %, under 5 %, §3.1): 1020 is quarantined, and 1010
+    # goes without an old price, never beside 1400, which 1C replaced by 1020.
+    pytest.param("1010", None, "invalid", id="still-breaks"),
+    # 900 with 1020 keeps it (Ozon: a gap of 120, over 5 %; Yandex: 11.76 %): both go together.
+    pytest.param("900", "1020", "delivered", id="keeps-the-rule"),
+]
+
+
+@pytest.mark.parametrize(("retail", "old_sent", "old_ends"), NEXT_PACKAGE)
+@pytest.mark.parametrize("marketplace", ["ozon", "yandex"])
+def test_a_waiting_old_price_never_lets_the_next_price_go_beside_the_one_1c_replaced(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    ym: YmSimulator,
+    tmp_path: Path,
+    marketplace: str,
+    retail: str,
+    old_sent: str | None,
+    old_ends: str,
+) -> None:
+    """Promise (contract 14: an item carries the latest version the channel holds of each
+    price type, never a version 1C replaced; issue 32, the item's rule): the marketplace shows
+    1000/1400; 1C's old price 1020 comes alone and breaks the rule beside 1000 (Ozon: a gap of
+    20, under 5 % of 1020, research §1.1/§1.4; Yandex: a discount of 1.96 %, §3.1), so it waits
+    for 1C's next package (``COMPANION_GRACE``), nothing sent. Within the wait, 1C's next
+    package brings the retail price: where 1010 with 1020 still breaks the rule, 1020 (the
+    dependent price) is ``invalid-for-channel`` and 1010 goes without an old price (Ozon's
+    old_price "0", §1.6.3; Yandex without discountBase, §3.6.2), never «1010, было 1400», a
+    discount 1C no longer gives; where 900 with 1020 keeps it, both go together, delivered."""
+    from datetime import UTC, datetime
+
+    from exchange.targets.ozon.target import IMPORT_PRICES
+
+    clock = FakeClock(datetime.now(UTC))  # Yandex's simulator dates its read-back by the wall
+    seen: dict[str, object] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        if marketplace == "ozon":
+            site.clock.advance(seconds)
+
+    def sent() -> int:
+        if marketplace == "ozon":
+            return site.requests[IMPORT_PRICES]
+        return ym.requests["offer-prices/updates"]
+
+    if marketplace == "ozon":
+        worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    else:
+        worker = bootstrap.worker(
+            ym_pair_settings(db_url, ym, tmp_path), engine, clock=clock, rng=random.Random(3)
+        )
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000"), row("SKU-1", "old", 1, "1400")])
+        await settle(engine, w, clock)
+        advance(60)
+        before = sent()
+        stage(engine, [row("SKU-1", "old", 2, "1020")])
+        for _ in range(5):
+            await w.cycle()
+        advance(120)  # well within the 10 minutes' wait for 1C's next package
+        for _ in range(5):
+            await w.cycle()
+        seen["waiting"] = states(engine)[("SKU-1/old", 2)]
+        seen["sent early"] = sent() - before
+        stage(engine, [row("SKU-1", "retail", 2, retail)])
+        await settle(engine, w, clock)
+
+    run_worker(worker, scenario)
+    assert ("delayed", None) == seen["waiting"], "1020 waits for 1C's next package"
+    assert 0 == seen["sent early"], "nothing sent while it waits"
+    if marketplace == "ozon":
+        pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+        expected = (Decimal(retail), Decimal(old_sent or 0))
+        assert [(1000, 1400), expected] == pairs, "never 1400 beside the new price"
+        product = site.product("SKU-1")
+        assert product is not None and (product.price, product.old_price) == expected
+    else:
+        went = [(p.value, p.discount_base) for p in ym.applied("SKU-1")]
+        expected_ym = (Decimal(retail), Decimal(old_sent) if old_sent else None)
+        assert [(Decimal("1000"), Decimal("1400")), expected_ym] == went, "never 1400 again"
+        live = ym.live("SKU-1")
+        assert live is not None and (live.value, live.discount_base) == expected_ym
+    found = states(engine)
+    assert ("delivered", None) == found[("SKU-1/retail", 2)]
+    if old_ends == "invalid":
+        assert ("quarantined", "invalid-for-channel") == found[("SKU-1/old", 2)]
+    else:
+        assert ("delivered", None) == found[("SKU-1/old", 2)]

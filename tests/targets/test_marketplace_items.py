@@ -515,6 +515,48 @@ def test_a_dependent_price_of_a_later_package_waits_for_1c_even_beside_the_earli
     assert (once.verdict, once.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
 
 
+@pytest.mark.parametrize(("none", "without"), [(Decimal(0), {"old_price": Decimal(0)}), (None, {})])
+def test_a_waiting_old_price_taken_along_by_1cs_next_price_never_leaves_the_one_it_replaced(
+    none: Decimal | None, without: dict[str, Decimal]
+) -> None:
+    """Promise (contract 14: never a version 1C replaced; review ozpair37): the marketplace
+    shows 1000/1400; 1C's old price 1020 came alone, broke the gap beside 1000 and waits for
+    1C's next package (``AWAITS_COMPANION``). The claim of 1C's next retail price takes it
+    along. Where 1010 with 1020 still breaks the rule, 1020 alone is ``invalid-for-channel``
+    and 1010 goes without an old price (Ozon's "0", Yandex's none: left out), never beside
+    1400, which 1C replaced (before: 1010/1400, a discount 1C no longer gives); where 900
+    with 1020 keeps it, one item carries both."""
+    from datetime import timedelta
+
+    from exchange.domain.prices import AWAITS_COMPANION
+
+    def rule(item: Item) -> str | None:
+        old_price, price_ = item.prices.get("old_price"), item.prices.get("price", Decimal(0))
+        if old_price and (old_price - price_) * 100 < old_price * 5:
+            return "a gap under 5 %"
+        return None
+
+    first = datetime(2026, 12, 5, 10, tzinfo=UTC)
+    now = first + timedelta(seconds=130)
+    mp = channel(dependent={"old_price": none})
+    held = [known("A", "retail", "1000"), known("A", "old", "1400")]
+    waiting = replace(price("A", "old", "1020"), taken_at=first, receipt=AWAITS_COMPANION)
+    close = replace(price("A", "retail", "1010"), taken_at=first + timedelta(seconds=120))
+    for messages in ([close, waiting], [waiting, close]):
+        built = build(messages, mp, held, {}, rule, now=now)
+        assert [i.prices for i in built.items] == [{"price": Decimal("1010"), **without}]
+        assert [m.message_id for m in built.items[0].carried] == [close.message_id]
+        refused = built.answers[waiting.message_id]
+        assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+        assert close.message_id not in built.answers
+    wide = replace(close, payload=price("A", "retail", "900").payload)
+    built = build([wide, waiting], mp, held, {}, rule, now=now)
+    assert [i.prices for i in built.items] == [
+        {"price": Decimal("900"), "old_price": Decimal("1020")}
+    ]
+    assert built.answers == {}
+
+
 def test_a_lone_dependent_price_quarantined_clears_only_what_a_send_can_clear() -> None:
     """Promise (contract 14: never a version 1C replaced; issue 32, the Ozon twin of review
     pairlate36): Ozon shows 1000 with old_price 1400 and min_price 600. 1C's old price 1020

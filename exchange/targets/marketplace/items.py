@@ -40,7 +40,11 @@ receipt ``AWAITS_COMPANION``: a claim on a marketplace channel that leases anoth
 its SKU takes the waiting delivery along under the same lease (``exchange.queue.lease``), and
 the item carries both when together they keep the rule (one request, 1500/1800, never 1000/1800
 first); when they do not, the item goes without it, as the new price would have alone, and it
-waits on (review 32d, again: the old price 1800 went first beside 1000 while 1500 waited).
+waits on (review 32d, again: the old price 1800 went first beside 1000 while 1500 waited). But
+a dependent price that waited so (an old price 1020 beside the delivered 1000/1400) has had
+1C's next package once the independent price it waited for comes: where the pair still breaks
+the rule, it is ``invalid-for-channel`` and the new price goes without a price of its type
+(``_split``), never beside the one it replaced (review ozpair37: «1010, было 1400»).
 
 A price quarantined for such a rule, broken beside the known price of another type (its
 receipt ``PAIR_RULE``; its words say what a retry and a cancel do, ``pair_words``), is a
@@ -316,7 +320,13 @@ def build(
         if broken is not None and rule is not None:
             # Both new in this item (none taken along waiting for 1C's next package, which
             # keeps its own wait below): only the dependent price that broke the rule stays.
-            together = all(e[0].receipt != AWAITS_COMPANION for e in entries)
+            # So too where every price taken along is a dependent one and 1C's next package
+            # brought the independent price it waited for (review ozpair37: the old price 1020
+            # waited beside 1000/1400, 1C's 1010 came, and 1010 went beside 1400, which 1C
+            # had replaced by 1020): 1020 is quarantined, 1010 goes without an old price.
+            together = all(
+                e[0].receipt != AWAITS_COMPANION or e[1] in channel.dependent for e in entries
+            )
             split = (
                 _split(item, entries, channel, held.get(sku, ()), rule, now=now, most=most)
                 if together
