@@ -63,7 +63,10 @@ class Target(Protocol):
     as the limit (``DeliveryLoop.pace_figures``). ``requests_at_once_of`` (an int, None, or
     absent): where set, ``requests_at_once`` is every worker's of the channel together (Yandex
     Market's places in the database) and this the most it can be: the figures show both as
-    they are, marked shared (``limit_shared``: never summed over the workers)."""
+    they are, marked shared (``limit_shared``: never summed over the workers). ``item_of``
+    (a function of a message, or absent): the key of the item a message goes in with others
+    of the request (a marketplace's SKU); the breaker's one probe sends its first message's
+    whole item (``DeliveryLoop._probe_first``)."""
 
     name: str
     """Short and stable: ``api``, ``bitrix``, ``woocommerce``; for logs and status."""

@@ -756,3 +756,34 @@ def test_a_waiting_old_price_never_lets_the_next_price_go_beside_the_one_1c_repl
         assert ("quarantined", "invalid-for-channel") == found[("SKU-1/old", 2)]
     else:
         assert ("delivered", None) == found[("SKU-1/old", 2)]
+
+
+def test_ozon_the_breakers_probe_sends_a_price_and_its_old_price_as_one_item(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14: a SKU's price types due together go in one item; review rev37 H2):
+    after an outage the breaker is half-open and one probe goes; where the request's first
+    message is 1C's old price 1400, its price 1000 goes with it in that one item. (Before: the
+    old price went alone, beside no price; Ozon answered ``discount_too_big`` and 1C's valid
+    1400 was quarantined ``channel-rule`` with advice to correct it in 1C.)"""
+    from datetime import timedelta
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    # The old price first: the request's first message is the one that probes.
+    stage(engine, [row("SKU-1", "old", 1, "1400.00"), row("SKU-1", "retail", 1, "1000.00")])
+    # The outage is over: the breaker's cool-down has run out (half-open), one probe goes.
+    worker.breaker.opened_until = clock.now() - timedelta(seconds=1)
+
+    async def scenario(w: Worker) -> None:
+        await w.cycle()
+        sent = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+        assert [(1000, 1400)] == sent, "the probe carried the pair in one item"
+        await drain(w)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("delivered", None) == found[("SKU-1/old", 1)], found
+    assert ("delivered", None) == found[("SKU-1/retail", 1)], found
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1000, 1400)

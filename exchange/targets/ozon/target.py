@@ -246,6 +246,8 @@ class Roles:
 
 class OzonTarget:
     name = "ozon"
+    # A SKU's price types go in one item; the breaker's probe sends the whole item (base.py).
+    item_of = staticmethod(sku_of)
 
     def __init__(
         self,

@@ -418,6 +418,8 @@ class _Unnamed(_Whole):
 
 class YandexMarketTarget:
     name = "yandex-market"
+    # A SKU's price types go in one item; the breaker's probe sends the whole item (base.py).
+    item_of = staticmethod(shared.sku_of)
 
     def __init__(
         self,
