@@ -2877,7 +2877,20 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
-    # review words35b item 4: a new old price / discount base quarantined, nothing sent
+    # review words35b item 4: a new old price / discount base quarantined, nothing sent (rev37
+    # W1: a cancel never ended it; the older words below stay for the rows that carry them)
+    (
+        r"(?P<b>.+); (?P<t>" + _SUBJECT + r") still shows (?P<m>\S+) (?P<a>\S+), the "
+        r"strikethrough price 1C replaced: buyers see it until 1C's next price of this SKU goes "
+        r"without it, or until a retry of this one sends the price without it again and the "
+        r"marketplace takes it; a cancel leaves it shown",
+        N_(
+            "{b*}; {t&} still shows {m} {a}, the strikethrough price 1C replaced: buyers see it "
+            "until 1C's next price of this SKU goes without it, or until a retry of this one "
+            "sends the price without it again and the marketplace takes it; a cancel leaves it "
+            "shown"
+        ),
+    ),
     (
         r"(?P<b>.+); (?P<t>" + _SUBJECT + r") still shows (?P<m>\S+) (?P<a>\S+), the "
         r"strikethrough price 1C replaced: buyers see it until this one is retried or "

@@ -454,6 +454,13 @@ def test_ozon_a_lone_old_price_breaking_beside_the_price_waits_10_minutes_then_q
     assert [(1000, 1400), (1000, 0)] == pairs, "never 1020, never 1400 again"
     product = site.product("SKU-1")
     assert product is not None and (product.price, product.old_price) == (1000, 0)
+    said = attempts_and_errors(engine)[("SKU-1/old", 2)][1]
+    from exchange.words import error_words
+
+    # The operator's words in Russian too (review rev37 W4: an export in Russian said it in
+    # English where more words followed the rule's).
+    assert said is not None and said.startswith("the gap between old_price 1020"), said
+    assert error_words(said, "ru").startswith("разница между old_price 1020"), said
     with transaction(engine, read_only=True) as connection:
         receipt = connection.execute(
             select(messages.c.receipt).where(

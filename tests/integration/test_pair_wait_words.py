@@ -158,13 +158,14 @@ def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethro
     en = _said(cli("history", refused, db=db_url, env=EN).stdout)
     said = (
         "Ozon still shows old_price 1400.00, the strikethrough price 1C replaced: buyers see it "
-        "until this one is retried or cancelled, or until 1C's next price of this SKU goes "
-        "without it"
+        "until 1C's next price of this SKU goes without it, or until a retry of this one sends "
+        "the price without it again and the marketplace takes it; a cancel leaves it shown"
     )
     assert said in en, en
     ru = _said(cli("history", refused, db=db_url, env=RU).stdout)
     said = "Ozon по-прежнему показывает old_price 1400.00 — зачёркнутую цену, которую 1С заменила"
     assert said in ru and "покупатели видят её" in ru, ru
+    assert "отмена её не убирает" in ru, ru  # review rev37 W1: a cancel sends nothing
     report = tmp_path / "quarantine.md"
     written = cli("quarantine", "export", "--output", str(report), "--lang", "ru", db=db_url)
     assert written.returncode == 0, written.stderr

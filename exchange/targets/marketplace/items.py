@@ -402,14 +402,16 @@ def pair_words(channel: Channel, fields: set[str], live: Decimal | None) -> str:
 
 def still_shown_words(channel: Channel, mapped: str, amount: Decimal) -> str:
     """What the marketplace shows while a new dependent price (an old price, a discount base)
-    sits in quarantine with nothing sent for its item: the one 1C replaced, ``mapped``
-    ``amount``, struck through, until a decision on this one or until 1C's next price of the
-    SKU goes without it (``_replaced``; review words35b item 4: the seller could not tell that
-    buyers still saw the old strikethrough price)."""
+    sits in quarantine with nothing sent for its item, or its clearing refused: the one 1C
+    replaced, ``mapped`` ``amount``, struck through, until 1C's next price of the SKU or a
+    retry's clearing goes without it (``_replaced``; review words35b item 4: the seller could
+    not tell that buyers still saw the old strikethrough price; review rev37 W1: the words said
+    a cancel would end it, which sends nothing)."""
     return (
         f"; {channel.said} still shows {mapped} {text(amount)}, the strikethrough price 1C "
-        "replaced: buyers see it until this one is retried or cancelled, or until 1C's next "
-        "price of this SKU goes without it"
+        "replaced: buyers see it until 1C's next price of this SKU goes without it, or until a "
+        "retry of this one sends the price without it again and the marketplace takes it; a "
+        "cancel leaves it shown"
     )
 
 
