@@ -5,6 +5,7 @@ is the channel's (``channel_aggregates``)."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -157,7 +158,8 @@ def record(
 
 def _same_wait(decision: Decision, before: tuple[int | None, str | None]) -> bool:
     """Whether ``decision`` is a wait the delivery's last outcome said already, word for word
-    (its answer's status and its words; the receipt is the delivery's, never the history's): a
+    (its answer's status and its words, countdowns aside; the receipt is the delivery's, never
+    the history's): a
     price waiting behind a price Yandex's
     quarantine holds looks every minute while the seller decides, a rule's wait for 1C's other
     price type every minute for ten (review rev36a: a history row per look, ~1,440 a day per
@@ -169,10 +171,16 @@ def _same_wait(decision: Decision, before: tuple[int | None, str | None]) -> boo
     status, words = before
     return (
         words is not None
-        and words == decision.detail
+        and _COUNTDOWN.sub("# s", words) == _COUNTDOWN.sub("# s", decision.detail)
         and status == decision.http_status
         and not decision.result_unknown
     )
+
+
+# A countdown in a wait's words ("looked at again in 60 s", "600 s from now"): the same wait
+# said a look later (review rev37b: a rule's wait for 1C wrote a row a look, its countdowns
+# differing). The row kept is dated, so its countdown stays true from its own time.
+_COUNTDOWN = re.compile(r"\b\d+ s\b")
 
 
 _ADVANCED = (

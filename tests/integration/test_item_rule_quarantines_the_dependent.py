@@ -393,6 +393,22 @@ def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_
     assert ("quarantined", "invalid-for-channel") == states(engine)[("Y-1/old", 2)]
     assert ("delivered", None) == states(engine)[("Y-1/retail", 1)], "1000 stays delivered"
     assert 1 == seen["sent"], "the value once, without the replaced discountBase"
+    # The wait looked again and again, its words the same but for their countdowns: its
+    # history has the wait's first row only (review rev37b: a row a look).
+    from exchange.db.schema import history
+
+    with transaction(engine, read_only=True) as connection:
+        waits = connection.execute(
+            select(history.c.detail)
+            .join(messages, messages.c.id == history.c.message_pk)
+            .where(
+                messages.c.aggregate == "Y-1/old",
+                messages.c.version == 2,
+                history.c.event == "awaiting-outcome",
+                history.c.detail.startswith("alone beside the other known prices"),
+            )
+        ).all()
+    assert 1 == len(waits), waits
     went = [(p.value, p.discount_base) for p in ym.applied("Y-1")]
     assert (Decimal("1000"), None) == went[-1], "never 1020, never 1200 again"
     live = ym.live("Y-1")
