@@ -491,13 +491,14 @@ class DeliveryLoop:
                 failpoint("after-answer")
                 answered_at = self.monotonic.now()
                 decisions = []
-                for m, c in zip(leased[:sent], answers, strict=True):
+                for n, (m, c) in enumerate(zip(leased[:sent], answers, strict=True)):
                     if c.verdict is Verdict.TEMPORARY:  # may speak about the site: _learn
                         site_delay = await self._learn(m, c, sent_at, answered_at, probing)
                     else:  # the pace learns the answer; no coroutine for the usual case
                         self._learn_answer(c, sent_at, answered_at)
                         site_delay = None
-                    decisions.append(self._judge(m, c, probing, site_delay))
+                    # A probe's item is one probe: its first message speaks for the breaker.
+                    decisions.append(self._judge(m, c, probing, site_delay, told=n > 0))
                 for m, c in zip(leased[:sent], answers, strict=True):
                     # Only now: the items of one request do not corroborate each other.
                     self.pace.noticed(answered_at, m.aggregate, c.http_status)
@@ -740,9 +741,13 @@ class DeliveryLoop:
         classification: Classification,
         probing: bool,
         site_delay: float | None = None,
+        *,
+        told: bool = False,
     ) -> Decision:
         """One message's classified answer -> its decision; the breaker and the pause learn
-        from it."""
+        from it. ``told``: probing, another message of the probe's item (``_probe_first``)
+        told the breaker of the answer already (two failures of one probe re-opened it twice,
+        its cool-down two steps longer)."""
         verdict = classification.verdict
         if verdict is Verdict.NOT_FOR_THIS_SHOP:  # never sent: no answer to learn from
             return decide(
@@ -783,6 +788,10 @@ class DeliveryLoop:
                 pass  # the site asks to slow down: the pace's business, not an outage
             case Verdict.TEMPORARY if classification.about_item:
                 self._site_answers()  # the site answered well; this item alone must wait
+            case Verdict.TEMPORARY if probing and told:
+                # One probe: its item's first message re-opened the breaker; this one only
+                # probed with it (the next probe takes another item, as for the first).
+                self.breaker.probed.add(message.aggregate_id)
             case Verdict.TEMPORARY:
                 # A refusal that speaks about the site (``_learn``: its health check fails,
                 # or 502-504 while others are refused) counts whatever its aggregate: a site

@@ -810,3 +810,30 @@ def test_ozon_the_breakers_probe_sends_a_price_and_its_old_price_as_one_item(
     assert ("delivered", None) == found[("SKU-1/retail", 1)], found
     product = site.product("SKU-1")
     assert product is not None and (product.price, product.old_price) == (1000, 1400)
+
+
+def test_ozon_a_failed_probe_of_a_pair_is_one_probe_for_the_breaker(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (the breaker's cool-down grows one step a failed probe, contract 5): the probe
+    carries the SKU's price and old price in one item (above); Ozon down (a gateway's 503
+    page before it) fails it and re-opens the breaker once, not once per price of the item, and
+    neither price is charged."""
+    from datetime import timedelta
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    stage(engine, [row("SKU-1", "old", 1, "1400.00"), row("SKU-1", "retail", 1, "1000.00")])
+    worker.breaker.opened_until = clock.now() - timedelta(seconds=1)
+    openings = worker.breaker.openings
+    site.faults.proxy_page = 503  # a gateway in front answers its own 503: Ozon is down
+
+    async def scenario(w: Worker) -> None:
+        await w.cycle()
+        site.faults.proxy_page = None
+
+    run_worker(worker, scenario)
+    assert worker.breaker.is_open(), "the probe failed: open again"
+    assert openings + 1 == worker.breaker.openings, "one probe, one step of the cool-down"
+    tries = attempts_and_errors(engine)
+    assert 0 == tries[("SKU-1/old", 1)][0] == tries[("SKU-1/retail", 1)][0], tries
