@@ -781,6 +781,96 @@ def test_a_waiting_old_price_never_lets_the_next_price_go_beside_the_one_1c_repl
         assert ("delivered", None) == found[("SKU-1/old", 2)]
 
 
+@pytest.mark.parametrize("marketplace", ["ozon", "yandex"])
+def test_a_waiting_price_never_lets_1cs_next_old_price_go_beside_the_price_it_replaced(
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    ym: YmSimulator,
+    tmp_path: Path,
+    marketplace: str,
+) -> None:
+    """Promise (contract 14: the marketplace never shows the new price of one type beside the
+    old price of the other; the outcome does not depend on the seconds between 1C's
+    packages): the marketplace shows 1000/1200; 1C's retail 1500 comes alone and breaks the
+    rule beside the old price 1200 (Ozon: the old price must exceed the price, research
+    §1.1/§1.4; Yandex: discountBase above the value, §3.1), so it waits for 1C's next
+    package, nothing sent. 1C's next package brings the old price 1510, which breaks beside
+    1500 too (Ozon: a gap of 10, under 5 %; Yandex: a discount of 0.66 %). 1500 goes at once
+    without an old price (Ozon's old_price "0", §1.6.3; Yandex without discountBase, §3.6.2)
+    and 1510 waits out its own 10 minutes for 1C's next package, then is
+    ``invalid-for-channel``, nothing more sent. Before: 1510 went beside the 1000 1C had
+    replaced (1000, was 1510: a 34 % discount 1C never stated), and 1500 stayed behind to be
+    quarantined."""
+    from datetime import UTC, datetime
+
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon.target import IMPORT_PRICES
+
+    clock = FakeClock(datetime.now(UTC))  # Yandex's simulator dates its read-back by the wall
+    seen: dict[str, object] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        if marketplace == "ozon":
+            site.clock.advance(seconds)
+
+    def sent() -> int:
+        if marketplace == "ozon":
+            return site.requests[IMPORT_PRICES]
+        return ym.requests["offer-prices/updates"]
+
+    if marketplace == "ozon":
+        worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    else:
+        worker = bootstrap.worker(
+            ym_pair_settings(db_url, ym, tmp_path), engine, clock=clock, rng=random.Random(3)
+        )
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000"), row("SKU-1", "old", 1, "1200")])
+        await settle(engine, w, clock)
+        advance(60)
+        before = sent()
+        stage(engine, [row("SKU-1", "retail", 2, "1500")])
+        for _ in range(5):
+            await w.cycle()
+        advance(120)  # well within the 10 minutes' wait for 1C's next package
+        for _ in range(5):
+            await w.cycle()
+        seen["waiting"] = states(engine)[("SKU-1/retail", 2)]
+        seen["sent early"] = sent() - before
+        stage(engine, [row("SKU-1", "old", 2, "1510")])
+        await settle(engine, w, clock)
+        seen["at once"] = states(engine)
+        sent_then = sent()
+        advance(COMPANION_GRACE + 1)
+        await settle(engine, w, clock)
+        seen["sent after"] = sent() - sent_then
+
+    run_worker(worker, scenario)
+    assert ("delayed", None) == seen["waiting"], "1500 waits for 1C's next package"
+    assert 0 == seen["sent early"], "nothing sent while it waits"
+    at_once = seen["at once"]
+    assert isinstance(at_once, dict)
+    assert ("delivered", None) == at_once[("SKU-1/retail", 2)], "1500 goes at once"
+    assert ("delayed", None) == at_once[("SKU-1/old", 2)], "1510 waits for 1C's next package"
+    if marketplace == "ozon":
+        pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+        assert [(1000, 1200), (1500, 0)] == pairs, "never 1510 beside 1000"
+        product = site.product("SKU-1")
+        assert product is not None and (product.price, product.old_price) == (1500, 0)
+    else:
+        went = [(p.value, p.discount_base) for p in ym.applied("SKU-1")]
+        assert [(Decimal("1000"), Decimal("1200")), (Decimal("1500"), None)] == went
+        live = ym.live("SKU-1")
+        assert live is not None and (live.value, live.discount_base) == (Decimal("1500"), None)
+    assert 0 == seen["sent after"], "nothing to clear: the marketplace shows no old price"
+    found = states(engine)
+    assert ("quarantined", "invalid-for-channel") == found[("SKU-1/old", 2)]
+    assert ("delivered", None) == found[("SKU-1/retail", 2)]
+
+
 def test_ozon_the_breakers_probe_sends_a_price_and_its_old_price_as_one_item(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:

@@ -369,7 +369,8 @@ def test_a_companion_taken_along_goes_only_where_the_pair_holds_and_waits_on_oth
     companion, so the next claim of its SKU takes it along again). Where together they break
     the rule but the new price holds beside the known one, the new price goes as it would
     have alone and the companion waits on, not charged: it never holds back a price that
-    could go, and is never refused sooner for having been taken along."""
+    could go, and is never refused sooner for having been taken along. (On a channel whose
+    old price is a dependent type the item splits instead: the twin test below.)"""
     from dataclasses import replace
     from datetime import timedelta
 
@@ -553,6 +554,56 @@ def test_a_waiting_old_price_taken_along_by_1cs_next_price_never_leaves_the_one_
     built = build([wide, waiting], mp, held, {}, rule, now=now)
     assert [i.prices for i in built.items] == [
         {"price": Decimal("900"), "old_price": Decimal("1020")}
+    ]
+    assert built.answers == {}
+
+
+@pytest.mark.parametrize(("none", "without"), [(Decimal(0), {"old_price": Decimal(0)}), (None, {})])
+def test_a_waiting_price_taken_along_by_1cs_next_old_price_never_goes_beside_the_replaced(
+    none: Decimal | None, without: dict[str, Decimal]
+) -> None:
+    """Promise (contract 14: the marketplace never shows the new price of one type beside the
+    old price of the other; the outcome does not depend on the seconds between 1C's
+    packages): Ozon shows 1000/1200; 1C's 1500 came alone, broke the rule beside the old
+    price 1200 and waits for 1C's next package (``AWAITS_COMPANION``). 1C's next package
+    brings the old price 1510, which breaks the gap beside 1500. 1500 goes without an old
+    price (Ozon's "0", Yandex's none: left out) and 1510 waits out its own grace for 1C's
+    next package, then is quarantined, as one package's 1500/1510 would go. Before: 1510 went
+    beside the 1000 that 1C had replaced by 1500 ("1000, was 1510", a 34 % discount 1C never
+    stated) and 1500 stayed behind, to be quarantined as the price breaking the rule."""
+    from datetime import timedelta
+
+    from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+
+    def rule(item: Item) -> str | None:
+        old_price, price_ = item.prices.get("old_price"), item.prices.get("price", Decimal(0))
+        if old_price and (old_price - price_) * 100 < old_price * 5:
+            return "a gap under 5 %"
+        return None
+
+    first = datetime(2026, 12, 5, 10, tzinfo=UTC)
+    mp = channel(dependent={"old_price": none})
+    held = [known("A", "retail", "1000"), known("A", "old", "1200")]
+    waiting = replace(price("A", "retail", "1500"), taken_at=first, receipt=AWAITS_COMPANION)
+    close = replace(price("A", "old", "1510"), taken_at=first + timedelta(seconds=120))
+    for messages in ([close, waiting], [waiting, close]):
+        built = build(messages, mp, held, {}, rule, now=first + timedelta(seconds=130))
+        assert [i.prices for i in built.items] == [{"price": Decimal("1500"), **without}]
+        assert [m.message_id for m in built.items[0].carried] == [waiting.message_id]
+        said = built.answers[close.message_id]
+        assert (said.verdict, said.reason) == (Verdict.AWAITING, None), said
+        assert (said.error_class, said.receipt) == (AWAITING_1C, AWAITS_COMPANION)
+        assert waiting.message_id not in built.answers
+        late = first + timedelta(seconds=120 + COMPANION_GRACE + 3)
+        built = build(messages, mp, held, {}, rule, now=late)
+        assert [i.prices for i in built.items] == [{"price": Decimal("1500"), **without}]
+        refused = built.answers[close.message_id]
+        assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    wide = replace(close, payload=price("A", "old", "1800").payload)
+    built = build([wide, waiting], mp, held, {}, rule, now=first + timedelta(seconds=130))
+    assert [i.prices for i in built.items] == [
+        {"price": Decimal("1500"), "old_price": Decimal("1800")}
     ]
     assert built.answers == {}
 

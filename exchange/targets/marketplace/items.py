@@ -39,12 +39,15 @@ came next went out beside the price 1000, a discount 1C never gave). Such a wait
 receipt ``AWAITS_COMPANION``: a claim on a marketplace channel that leases another aggregate of
 its SKU takes the waiting delivery along under the same lease (``exchange.queue.lease``), and
 the item carries both when together they keep the rule (one request, 1500/1800, never 1000/1800
-first); when they do not, the item goes without it, as the new price would have alone, and it
-waits on (review 32d, again: the old price 1800 went first beside 1000 while 1500 waited). But
-a dependent price that waited so (an old price 1020 beside the delivered 1000/1400) has had
-1C's next package once the independent price it waited for comes: where the pair still breaks
-the rule, it is ``invalid-for-channel`` and the new price goes without a price of its type
-(``_split``), never beside the one it replaced (review ozpair37: «1010, было 1400»).
+first). When they do not, the item splits as a pair of one package does (``_split``): the
+independent price goes without a price of the dependent type, never beside the one 1C replaced.
+A dependent price that waited so (an old price 1020 beside the delivered 1000/1400) has had
+1C's next package once the independent price it waited for comes: it is
+``invalid-for-channel`` and 1010 goes with none (review ozpair37: «1010, было 1400»). An
+independent price that waited (1500 beside the old 1200) goes with none once 1C's next old
+price 1510 breaks beside it, and 1510 waits out its own grace (before: 1510 went beside 1000,
+a discount 1C never stated, and 1500 waited on to be quarantined). On a channel without
+dependent types the new price goes as it would have alone and the companion waits on.
 
 A price quarantined for such a rule, broken beside the known price of another type (its
 receipt ``PAIR_RULE``; its words say what a retry and a cancel do, ``pair_words``), is a
@@ -324,14 +327,12 @@ def build(
             # brought the independent price it waited for (review ozpair37: the old price 1020
             # waited beside 1000/1400, 1C's 1010 came, and 1010 went beside 1400, which 1C
             # had replaced by 1020): 1020 is quarantined, 1010 goes without an old price.
-            together = all(
-                e[0].receipt != AWAITS_COMPANION or e[1] in channel.dependent for e in entries
-            )
-            split = (
-                _split(item, entries, channel, held.get(sku, ()), rule, now=now, most=most)
-                if together
-                else None
-            )
+            # And where the price taken along is the independent one (1500 waited beside the
+            # old price 1200 it breaks; 1C's next package brought the old price 1510, which
+            # breaks beside 1500 too): 1500 goes without an old price and 1510 waits out its
+            # own grace, as one package's 1500/1510 would go; never 1510 beside the 1000 1C
+            # replaced by 1500, a discount 1C never stated (review rev37, ozpair37's fixer).
+            split = _split(item, entries, channel, held.get(sku, ()), rule, now=now, most=most)
             if split is not None:
                 going, refused = split
                 ready.append(going)
