@@ -2877,6 +2877,37 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
+    # review ozwords38 item 4: the clearing of the strikethrough price 1C replaced refused,
+    # the marketplace's code and meaning said (first: its refusal may end in any words)
+    (
+        r"(?P<b>.+); the service sent the price (?P<p>\S+) without a strikethrough price, and "
+        r"(?P<t>" + _SUBJECT + r") refused it: (?P<r>.+)",
+        N_(
+            "{b*}; the service sent the price {p} without a strikethrough price, and {t&} "
+            "refused it: {r*}"
+        ),
+    ),
+    # review ozwords38 item 1: the clearing taken, the quarantined dependent price says so
+    (
+        r"(?P<b>.+); the service sent the price (?P<p>\S+) without a strikethrough price, so "
+        r"(?P<t>" + _SUBJECT + r") no longer shows (?P<a>\S+), the strikethrough price 1C "
+        r"replaced: buyers see (?P=p) without a discount until 1C sends a strikethrough price "
+        r"that keeps the rule",
+        N_(
+            "{b*}; the service sent the price {p} without a strikethrough price, so {t&} no "
+            "longer shows {a}, the strikethrough price 1C replaced: buyers see {p} without a "
+            "discount until 1C sends a strikethrough price that keeps the rule"
+        ),
+    ),
+    # review ozwords38 item 3: a quarantined min_price is no strikethrough price
+    (
+        r"(?P<b>.+); (?P<t>" + _SUBJECT + r") keeps (?P<m>\S+) (?P<a>\S+), the one 1C replaced "
+        r"\(buyers do not see a minimum price\) until 1C's next price of this type goes",
+        N_(
+            "{b*}; {t&} keeps {m} {a}, the one 1C replaced (buyers do not see a minimum price) "
+            "until 1C's next price of this type goes"
+        ),
+    ),
     # review words35b item 4: a new old price / discount base quarantined, nothing sent (rev37
     # W1: a cancel never ended it; the older words below stay for the rows that carry them)
     (
@@ -2920,7 +2951,20 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "sends both together, cancelling it leaves {m} {a} live on {t&}"
         ),
     ),
-    # issue 32: a rule of two price types refuses the dependent one alone (an old price)
+    # issue 32: a rule of two price types refuses the dependent one alone (an old price), in
+    # a seller's words (review ozwords38 item 2); the API's field below, as older rows say it
+    (
+        r"(?P<b>.+); only this price is quarantined: the price went without it",
+        N_("{b*}; only this price is quarantined: the price went without it"),
+    ),
+    (
+        r"(?P<b>.+); only this price is quarantined: the price and the other new prices went "
+        r"without it",
+        N_(
+            "{b*}; only this price is quarantined: the price and the other new prices went "
+            "without it"
+        ),
+    ),
     (
         r"(?P<b>.+); only this price is quarantined: (?P<g>.+) went without it",
         N_("{b*}; only this price is quarantined: {g} went without it"),

@@ -29,6 +29,8 @@ from exchange.ops.verify import (
     verify,
 )
 from exchange.settings import Settings
+from exchange.targets.ozon.target import DEPENDENT as OZON_DEPENDENT
+from exchange.targets.yandex_market.target import DEPENDENT as YM_DEPENDENT
 from exchange.words import error_words, money, on_marketplace, state_said
 
 
@@ -191,8 +193,10 @@ def _print(verification: Verification, as_json: bool, *, marketplace: bool = Fal
             else _("no such product", lang)
             if not held.found
             # A marketplace's none (Ozon's "0" of a product never priced): no price yet,
-            # never "0" (review words34).
-            else (_("no price yet", lang) if marketplace else _("no price", lang))
+            # never "0" (review words34); of an old price, none (``_none_of``).
+            else _none_of(held.where, verification.newer.get(held.message_id), lang)
+            if marketplace and held.held is None
+            else _("no price", lang)
             if held.held is None
             else _price(held.held, lang)
         )
@@ -220,6 +224,24 @@ def _print(verification: Verification, as_json: bool, *, marketplace: bool = Fal
         markup=False,
         highlight=False,
     )
+
+
+# The price types a marketplace shows none of without a missing price (an old price, a
+# discount base, a minimum): the targets' own lists.
+DEPENDENT = frozenset({*OZON_DEPENDENT, *YM_DEPENDENT})
+
+
+def _none_of(field: str, newer: Newer | None, lang: Lang) -> str:
+    """What a marketplace holds where it shows no price of ``field``: "no price yet" of the
+    price itself (a product never priced); of a strikethrough or minimum price (``DEPENDENT``)
+    none, which is no missing price: the product has one (review ozwords38 item 5), and where
+    1C's newer one is quarantined, the service cleared the one 1C replaced on purpose
+    (``items._clearing``)."""
+    if field not in DEPENDENT:
+        return _("no price yet", lang)
+    if newer is not None and newer.state == "quarantined":
+        return _("none (cleared by the service)", lang)
+    return _("none", lang)
 
 
 def _newer(newer: Newer | None, lang: Lang) -> str:

@@ -233,7 +233,10 @@ _NEXT_CHECK: dict[str, str] = {
         "again, or change the channel's setting the error names, then {retry}; otherwise "
         "{cancel}. Where the last error says a new price from 1C waits for a person's decision "
         "on this one (a rule of two price types): {retry} to send both together, or {cancel} "
-        "to leave the price the error names live beside the new one."
+        "to leave the price the error names live beside the new one. Where it says the service "
+        "sent the price without a strikethrough price, so the marketplace no longer shows the "
+        "one 1C replaced, buyers see none now: to show one, post from 1C a strikethrough price "
+        "that keeps the rule; to leave the price without one, {cancel}."
     ),
     "channel-rule": N_(
         "The marketplace refused the price by one of its rules (its code and meaning are in the "

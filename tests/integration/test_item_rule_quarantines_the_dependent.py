@@ -413,6 +413,13 @@ def test_yandex_a_lone_discount_base_breaking_beside_the_value_waits_10_minutes_
     assert (Decimal("1000"), None) == went[-1], "never 1020, never 1200 again"
     live = ym.live("Y-1")
     assert live is not None and (live.value, live.discount_base) == (1000, None)
+    # Its words say the clearing, in a seller's words (review ozwords38 item 1).
+    said = attempts_and_errors(engine)[("Y-1/old", 2)][1]
+    assert said is not None and said.endswith(
+        "; the service sent the price 1000 without a strikethrough price, so Yandex Market no "
+        "longer shows 1200, the strikethrough price 1C replaced: buyers see 1000 without a "
+        "discount until 1C sends a strikethrough price that keeps the rule"
+    ), said
 
 
 def test_ozon_a_lone_old_price_breaking_beside_the_price_waits_10_minutes_then_quarantined(

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from marketsims import ozon_sim
@@ -171,3 +172,88 @@ def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethro
     assert written.returncode == 0, written.stderr
     shown = " ".join(report.read_text(encoding="utf-8").split())
     assert said in shown, shown
+
+
+def _quarantined_after_the_wait(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path, *, refuse: bool
+) -> Any:
+    """The seller's sequence of review ozwords38: 1C's 950 with old price 1400 delivered
+    (Ozon 950/1400); 1C's old price 990 alone (a gap of 40, under Ozon's 5 %, research §1.1)
+    waits for 1C's next package, then is quarantined. Before it is, the service sends 950
+    with old_price "0" (the clearing); ``refuse``: Ozon refuses that (the category's range
+    moved above 950, §1.4 ``invalid_category_price``). The ``Cli`` and the quarantined id."""
+    from clitools import Cli
+
+    clock, worker = pair_worker(db_url, engine, site, tmp_path)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [typed(1, "950.00", "retail"), typed(1, "1400.00", "old")])
+        await drain(w)
+        if refuse:
+            site.set_category_bounds("SKU-1", Decimal(1100), Decimal(100000))
+        for _ in range(13):  # the grace for 1C's next package (10 min) runs out
+            clock.advance(61)
+            site.clock.advance(61)
+            if _ == 0:
+                stage(engine, [typed(2, "990.00", "old")])
+            await w.cycle()
+
+    run_worker(worker, scenario)
+    cli = Cli(tmp_path)
+    found = cli("find", "SKU-1/old", db=db_url, env=EN).stdout
+    refused = next(x for x in found.splitlines() if x.startswith("price.SKU-1_old.v2."))
+    assert "quarantined" in found, found
+    return cli, refused
+
+
+def test_a_quarantined_old_price_says_the_service_cleared_the_strikethrough_1c_replaced(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozwords38 item 1: after the full wait, the quarantined lone old price 990 said
+    only the rule; nothing told the seller that the service had sent 950 without an old price
+    (old_price "0"), so Ozon no longer shows 1400, and the advice spoke only of leaving "the
+    price the error names live beside the new one". Its words (``history``, in English and
+    Russian, and the operators' report) say the clearing and what buyers see, in a seller's
+    words, never Ozon's field; the advice says what a cancel leaves after a clearing."""
+    cli, refused = _quarantined_after_the_wait(db_url, engine, site, tmp_path, refuse=False)
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (950, 0)
+    en = _said(cli("history", refused, db=db_url, env=EN).stdout)
+    said = (
+        "the service sent the price 950.00 without a strikethrough price, so Ozon no longer "
+        "shows 1400.00, the strikethrough price 1C replaced: buyers see 950.00 without a "
+        "discount until 1C sends a strikethrough price that keeps the rule"
+    )
+    assert said in en, en
+    assert 'old_price "0"' not in en and "still shows" not in en, en
+    ru = _said(cli("history", refused, db=db_url, env=RU).stdout)
+    said = (
+        "сервис отправил цену 950.00 без зачёркнутой цены, и Ozon больше не показывает "
+        "1400.00 — зачёркнутую цену, которую 1С заменила"
+    )
+    assert said in ru, ru
+    report = tmp_path / "quarantine.md"
+    written = cli("quarantine", "export", "--output", str(report), "--lang", "en", db=db_url)
+    assert written.returncode == 0, written.stderr
+    shown = " ".join(report.read_text(encoding="utf-8").split())
+    assert "to leave the price without one, cancel this record" in shown, shown
+
+
+def test_a_refused_clearing_says_the_marketplaces_refusal(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozwords38 item 4: Ozon refused the clearing (950 with old_price "0": the
+    category's range moved above 950), and the quarantine of 990 said Ozon still shows 1400,
+    never why the clearing failed. It says Ozon's refusal, its code and meaning, in English
+    and in Russian."""
+    cli, refused = _quarantined_after_the_wait(db_url, engine, site, tmp_path, refuse=True)
+    product = site.product("SKU-1")
+    assert product is not None and product.old_price == Decimal(1400), "Ozon refused 950/0"
+    en = _said(cli("history", refused, db=db_url, env=EN).stdout)
+    said = "the service sent the price 950.00 without a strikethrough price, and Ozon refused it:"
+    assert said in en and "invalid_category_price" in en, en
+    assert "still shows old_price 1400.00" in en, en
+    ru = _said(cli("history", refused, db=db_url, env=RU).stdout)
+    said = "сервис отправил цену 950.00 без зачёркнутой цены, но Ozon отказал:"
+    assert said in ru and "invalid_category_price" in ru, ru
+    assert "refused it" not in ru, ru

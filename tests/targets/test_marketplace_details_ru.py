@@ -60,6 +60,19 @@ def _ozon_details() -> list[str]:
         "the gap between old_price 1050 and price 1000 is 50, less than Ozon's 52.5 for this "
         "price (discount_for_average_price_is_too_small); only this price is quarantined: "
         "price went without it",
+        # review ozwords38: the seller's words, and the clearing of the strikethrough price
+        "the gap between old_price 1050 and price 1000 is 50, less than Ozon's 52.5 for this "
+        "price (discount_for_average_price_is_too_small); only this price is quarantined: "
+        "the price went without it",
+        "the gap between old_price 990.00 and price 950.00 is 40.00, less than Ozon's 49.5 for "
+        "this price (discount_for_average_price_is_too_small); the service sent the price "
+        "950.00 without a strikethrough price, so Ozon no longer shows 1400.00, the "
+        "strikethrough price 1C replaced: buyers see 950.00 without a discount until 1C sends "
+        "a strikethrough price that keeps the rule",
+        "min_price 400.00 is less than half of price 1000.00: Ozon refuses it "
+        "(min_auto_price_too_small: Минимальная цена должна быть не меньше 50% от вашей цены.); "
+        "Ozon keeps min_price 600.00, the one 1C replaced (buyers do not see a minimum price) "
+        "until 1C's next price of this type goes",
         "ozon refused its item by a rule of old_price (Ozon: discount_for_low_price_is_too_small: "
         "Если цена после скидки 400 рублей или ниже, разница между ценами до и после скидки "
         "должна быть больше 20 рублей.): only old_price is quarantined; this price goes again "

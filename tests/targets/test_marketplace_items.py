@@ -654,3 +654,35 @@ def test_a_lone_dependent_price_quarantined_clears_only_what_a_send_can_clear() 
     said = built.answers[lone_old.message_id]
     assert (said.verdict, said.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
     assert built.clears == [] and "still shows" not in said.detail, said.detail
+
+
+def test_a_quarantined_lone_min_price_is_never_called_a_strikethrough_price_buyers_see() -> None:
+    """Review ozwords38 item 3: Ozon holds min_price 600; 1C's lone min_price 400 (under half
+    of 1000, research §1.1) is quarantined after the wait, and its words said Ozon "still
+    shows min_price 600, the strikethrough price 1C replaced: buyers see it". A minimum price
+    is no strikethrough price and buyers never see it: the words say Ozon keeps it, no more.
+    The lone old price's clearing, once Ozon took it, says what it did in a seller's words
+    (item 1): the price 1000 went without a strikethrough price, so 1400 is no longer shown."""
+    from datetime import timedelta
+
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon.target import DEPENDENT, ozon_rule
+
+    ozon = channel(dependent=DEPENDENT)
+    made = datetime(2026, 12, 5, tzinfo=UTC)
+    now = made + timedelta(seconds=COMPANION_GRACE + 1)
+    held = [known("A", "retail", "1000"), known("A", "old", "1400"), known("A", "min", "600")]
+
+    lone_min = price("A", "min", "400")
+    said = build([lone_min], ozon, held, {}, ozon_rule, now=now).answers[lone_min.message_id]
+    assert "strikethrough" not in said.detail and "buyers see it" not in said.detail, said
+    assert "keeps min_price 600" in said.detail, said.detail
+    assert "buyers do not see a minimum price" in said.detail, said.detail
+
+    lone_old = price("A", "old", "1020")
+    [(_, then)] = build([lone_old], ozon, held, {}, ozon_rule, now=now).clears
+    assert then.detail.endswith(
+        "; the service sent the price 1000 without a strikethrough price, so ozon no longer "
+        "shows 1400, the strikethrough price 1C replaced: buyers see 1000 without a discount "
+        "until 1C sends a strikethrough price that keeps the rule"
+    ), then.detail

@@ -1018,3 +1018,35 @@ def test_a_first_send_ozon_shows_still_waits_for_a_lost_send_that_may_land_over_
     assert lost.verdict is not Verdict.DELIVERED and ozon.price("SKU-1") == Decimal("900")
     assert second.verdict is Verdict.AWAITING and second.error_class == LOST_SEND, second
     assert imports(ozon) == 1
+
+
+def test_verify_never_says_no_price_yet_of_an_old_price_the_service_cleared(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review ozwords38 item 5: Ozon shows 950 with no old price because the service cleared
+    the delivered 1400 (1C's 990 beside it quarantined, old_price "0"); ``verify`` said "no
+    price yet" of a product that has a price. Of an old price it says none, and that the
+    service cleared it, 1C's newer one being quarantined; of the price itself, a product
+    never priced, "no price yet" as before."""
+    from exchange.cli.common import out
+    from exchange.cli.verifying import _print
+    from exchange.ops.verify import Newer, Verification
+    from exchange.targets.base import HeldPrice
+
+    monkeypatch.setattr(out, "width", 400)  # each cell on one line
+
+    held = [
+        HeldPrice("m-old", "SKU-1", "old_price", Decimal(1400), None, True),
+        HeldPrice("m-9", "SKU-9", "price", Decimal(700), None, True),
+    ]
+    newer = {"m-old": Newer("m-old-2", 2, "quarantined", False, "990.00")}
+    for lang, cleared, never in (
+        ("en", "none (cleared by the service)", "no price yet"),
+        ("ru", "нет (убрана сервисом)", "цены ещё нет"),
+    ):
+        monkeypatch.setenv("EXCHANGE_LANG", lang)
+        _print(Verification("ozon", held, [], newer=newer), False, marketplace=True)
+        lines = capsys.readouterr().out.splitlines()
+        old = next(line for line in lines if "SKU-1" in line)
+        assert cleared in old and never not in old, old
+        assert never in next(line for line in lines if "SKU-9" in line), lines

@@ -257,13 +257,15 @@ def test_the_discount_rule_is_checked_before_sending_and_is_invalid_for_channel(
     ym: YmSimulator, value: str, base: str, rule: str
 ) -> None:
     """The discount rule, checked before sending, refuses the discount base alone (issue 32:
-    the value is valid on its own): it goes without a discount, never with the refused one."""
+    the value is valid on its own): it goes without a discount, never with the refused one.
+    Said in a seller's words, "the price", never the API's field (review ozwords38 item 2:
+    "value went without it")."""
     messages = [price("SKU-1", 1, value), price("SKU-1", 1, base, price_type="old")]
     found = run(lambda: target(ym), lambda t: send_all(t, messages))
     assert [Verdict.AWAITING, Verdict.TERMINAL] == verdicts(found)
     refused = found[1]
     assert refused.reason == "invalid-for-channel" and rule in refused.detail, found
-    assert "only this price is quarantined: value went without it" in refused.detail
+    assert "only this price is quarantined: the price went without it" in refused.detail
     assert 1 == ym.requests["offer-prices/updates"], "the value alone"
 
 

@@ -375,7 +375,8 @@ def build(
                 if shown is not None:
                     clear = _clearing(item, channel, held.get(sku, ()), rule)
                     if clear is not None:
-                        clears.append((clear, replace(quarantine)))
+                        said = quarantine.detail + cleared_words(channel, clear, *shown)
+                        clears.append((clear, replace(quarantine, detail=said)))
                     quarantine.detail += still_shown_words(channel, *shown)
                 answers.update(spread(item, quarantine))
             continue
@@ -407,12 +408,47 @@ def still_shown_words(channel: Channel, mapped: str, amount: Decimal) -> str:
     replaced, ``mapped`` ``amount``, struck through, until 1C's next price of the SKU or a
     retry's clearing goes without it (``_replaced``; review words35b item 4: the seller could
     not tell that buyers still saw the old strikethrough price; review rev37 W1: the words said
-    a cancel would end it, which sends nothing)."""
+    a cancel would end it, which sends nothing). A dependent price with no "none" to send
+    (Ozon's min_price) is no strikethrough price, and buyers never see it (review ozwords38
+    item 3): the marketplace keeps it, and the words say that alone."""
+    if channel.dependent.get(mapped) is None:
+        return (
+            f"; {channel.said} keeps {mapped} {text(amount)}, the one 1C replaced (buyers do not "
+            "see a minimum price) until 1C's next price of this type goes"
+        )
     return (
         f"; {channel.said} still shows {mapped} {text(amount)}, the strikethrough price 1C "
         "replaced: buyers see it until 1C's next price of this SKU goes without it, or until a "
         "retry of this one sends the price without it again and the marketplace takes it; a "
         "cancel leaves it shown"
+    )
+
+
+def cleared_words(channel: Channel, clear: Item, mapped: str, amount: Decimal) -> str:
+    """What the clearing (``_clearing``) of the dependent price 1C replaced did, said on the
+    quarantine of the one it carried once the marketplace took it (review ozwords38 item 1:
+    the words said only the rule, and nothing told the seller that the price went without a
+    strikethrough price so buyers no longer see ``amount``): in a seller's words, never the
+    API's fields (the strikethrough price: Ozon's old_price, Yandex's discountBase)."""
+    own = [a for f, a in clear.prices.items() if f not in channel.dependent]
+    price = text(own[0]) if own else "?"
+    return (
+        f"; the service sent the price {price} without a strikethrough price, so "
+        f"{channel.said} no longer shows {text(amount)}, the strikethrough price 1C replaced: "
+        f"buyers see {price} without a discount until 1C sends a strikethrough price that "
+        "keeps the rule"
+    )
+
+
+def refused_clearing_words(channel: Channel, clear: Item, refusal: str) -> str:
+    """The marketplace's refusal (its code and meaning, ``refusal``) of the clearing of
+    ``clear``, said on the quarantine of the price it carried (review ozwords38 item 4: the
+    words said the strikethrough price was still shown, never why the clearing failed)."""
+    own = [a for f, a in clear.prices.items() if f not in channel.dependent]
+    price = text(own[0]) if own else "?"
+    return (
+        f"; the service sent the price {price} without a strikethrough price, and "
+        f"{channel.said} refused it: {refusal}"
     )
 
 
@@ -556,6 +592,7 @@ def _split(
     own = [e for e in entries if e[1] not in channel.dependent]
     if not dependent or not own:
         return None
+    own_fields = {e[1] for e in own}
     going = _item(item.sku, own, channel, known)
     going.offer_id = item.offer_id
     if rule(going) is not None:
@@ -591,9 +628,11 @@ def _split(
         if left is not None:
             refused[message.message_id] = _waits_for_1c(channel, why, left, most)
         else:
+            # In a seller's words, never the API's fields (review ozwords38 item 2: "price
+            # went without it" named Ozon's field).
+            rest = "the price" if going.new <= own_fields else "the price and the other new prices"
             refused[message.message_id] = invalid(
-                f"{why}; only this price is quarantined: "
-                f"{', '.join(sorted(going.new))} went without it"
+                f"{why}; only this price is quarantined: {rest} went without it"
             )
         _without(going, channel, mapped, message.version)
     if rule(going) is not None:

@@ -75,6 +75,7 @@ from exchange.targets.marketplace.items import (
     gather,
     invalid,
     pair_words,
+    refused_clearing_words,
     sku_of,
     spread,
     spread_rule,
@@ -484,8 +485,9 @@ class OzonTarget:
             )
         ]
 
-    @staticmethod
-    def _cleared(built: Built, clears: list[Item], answers: dict[str, Classification]) -> None:
+    def _cleared(
+        self, built: Built, clears: list[Item], answers: dict[str, Classification]
+    ) -> None:
         """The verdicts of the prices the clearing items carried (``_clears``): taken by Ozon
         (``updated``), or shown already (read: no request), their quarantine (``Built.clears``,
         never delivered: 1C's price never went); refused otherwise (a rule, the offer), the
@@ -505,7 +507,11 @@ class OzonTarget:
                         quarantine, receipt=None if sent else quarantine.receipt
                     )
                 elif said.verdict is Verdict.TERMINAL:
-                    answers[m.message_id] = built.answers[m.message_id]
+                    # Ozon's refusal of the clearing said too, its code and meaning (review
+                    # ozwords38 item 4: only "still shows" was said, never why).
+                    quarantine = built.answers[m.message_id]
+                    why = refused_clearing_words(self.channel, item, said.detail)
+                    answers[m.message_id] = replace(quarantine, detail=quarantine.detail + why)
 
     async def _send_now(
         self, items: list[Item], now: float, answers: dict[str, Classification]
