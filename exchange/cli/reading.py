@@ -486,7 +486,9 @@ def _delivery_line(
     state, reason = _state_shown(delivery, lang), delivery["reason"]
     if lang != "en":
         reason = name("reason", reason, lang, target)
-    return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
+    return _(
+        "  channel {channel}: {state}, reason: {reason}, charged attempts: {attempts}", lang
+    ).format(
         channel=_channel_said(delivery, zone, lang),
         state=state,
         reason=reason or "-",
@@ -539,15 +541,18 @@ def history(
         return
     _header(settings)
     m, lang = bio["message"], cli_lang()
+    # the delivery's count is of charged attempts, said so: a wait's look is numbered in its row
+    # (the lease's attempt) but not charged (words38 item 3: «attempts=0» beside «attempt 1»)
     if lang == "en":
         headline = (
             f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
-            f"state={_state_shown(m, lang)} reason={m['reason']} attempts={m['attempts']}"
+            f"state={_state_shown(m, lang)} reason={m['reason']} "
+            f"charged_attempts={m['attempts']}"
         )
     else:  # the state, the kind and the reason in words; the reason's code beside its name
         headline = _(
             "{message_id}  {kind} {aggregate} v{version}  state: {state}, reason: {reason}, "
-            "attempts: {attempts}",
+            "charged attempts: {attempts}",
             lang,
         ).format(
             message_id=m["message_id"],
