@@ -2591,17 +2591,18 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
-        # targets/yandex_market/answers.py ``behind_words`` (review ym34; of the last look
-        # since rev35ym: the words before it, kept in a delivery's history, read the same way)
-        r"(?:At the last look, )?Yandex Market h(?:olds|eld) value=(?P<v>\S+) for offer "
-        r"(?P<o>.+?) already, but its price quarantine still holds (?P<h>.+) for it: confirmed "
+        # targets/yandex_market/answers.py ``behind_words`` (review ym34; of the look that wrote
+        # them since rev35ym, «when looked up» since words38: the words before, kept in a
+        # delivery's history, read the same way)
+        r"(?:At the last look, |When looked up, )?Yandex Market h(?:olds|eld) value=(?P<v>\S+) "
+        r"for offer (?P<o>.+?) already, but its price quarantine still holds (?P<h>.+) for it: confirmed "
         r"in the cabinet, it would replace "
         r"(?P=v)\. The seller should not confirm it but leave it, or set (?P=v) in the cabinet "
         r"\(a correct price releases the quarantine\); this price waits, uncharged, until the "
         r"quarantine no longer lists the offer, and is sent again over the held one should "
         r"that be confirmed",
         N_(
-            "At the last look, Yandex Market held value={v} for offer {o} already, but its price "
+            "When looked up, Yandex Market held value={v} for offer {o} already, but its price "
             "quarantine still holds {h} for it: confirmed in the cabinet, it would replace {v}. "
             "The seller should not confirm it but leave it, or set {v} in the cabinet (a correct "
             "price releases the quarantine); this price waits, uncharged, until the quarantine "
@@ -2613,7 +2614,8 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         # the same where the read-back showed another price than this one (the quarantine
         # naming this one the last valid price; ``readback_quarantined=new``, or a confirm
         # landing between the list and the read-back): what each said, never «уже действовала»
-        r"At the last look, Yandex Market's read-back showed value=(?P<s>\S+) for offer "
+        r"(?:At the last look|When looked up), Yandex Market's read-back showed value=(?P<s>\S+) "
+        r"for offer "
         r"(?P<o>.+?), but its price quarantine still holds (?P<h>.+) for it and names "
         r"value=(?P<v>\S+), this price, as the last valid one: buyers see (?P=v) until the "
         r"held price is confirmed in the cabinet, which would put it live in place of "
@@ -2622,7 +2624,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"quarantine no longer lists the offer, and is sent again over the held one should "
         r"that be confirmed",
         N_(
-            "At the last look, Yandex Market's read-back showed value={s} for offer {o}, but its "
+            "When looked up, Yandex Market's read-back showed value={s} for offer {o}, but its "
             "price quarantine still holds {h} for it and names value={v}, this price, as the "
             "last valid one: buyers see {v} until the held price is confirmed in the cabinet, "
             "which would put it live in place of {v}. The seller should not confirm it but "

@@ -40,7 +40,7 @@ from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
-from exchange.ops.find import by_message, by_version, find_whole, wait_from_now
+from exchange.ops.find import by_message, by_version, find_whole, next_look_in, wait_from_now
 from exchange.ops.find import find as find_messages
 from exchange.ops.notify import last_told
 from exchange.ops.prioritize import prioritize
@@ -427,9 +427,18 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | Non
         # are its last detail, review 32b finding 10a)
         # its wait counted from now, not the figure written when the wait began
         said = row["last_error"]
+        left = None
         if now is not None:
+            left = next_look_in(said, row.get("next_try_at"), now)
             said = wait_from_now(said, row.get("next_try_at"), now)
         facts.append(_waits(error_words(said, lang), lang))
+        if left is not None:  # words with no figure of their own: when it goes on (words38)
+            again = (
+                _("looks again in {age}", lang)
+                if row.get("awaiting")
+                else _("tried again in {age}", lang)
+            )
+            facts.append(again.format(age=human_age(left, lang)))
     return "    " + "  ".join(facts)
 
 
