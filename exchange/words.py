@@ -2670,6 +2670,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"HTTP 200, read back: offer (?P<o>'.*?') shows (?P<f>.+)",
         N_("HTTP 200, read back: offer {o} shows {f}"),
     ),
+    # words38 item 7: an earlier update shown before ym_apply_timeout, the cause not known
+    # yet (it may have landed after this one, or Yandex's quarantine holds this one)
+    (
+        r"Yandex Market does not show this update's (?P<f>.+?) for offer (?P<o>'.*?') yet but "
+        r"an earlier update of it \((?P<e>[^)]+)\), not shown yet when this one was accepted: "
+        r"that one may have landed after it, or Yandex may be holding this one in its price "
+        r"quarantine; read back in (?P<w>\S+) s, sent again if not shown within "
+        r"ym_apply_timeout",
+        N_(
+            "Yandex Market does not show this update's {f} for offer {o} yet but an earlier "
+            "update of it ({e}), not shown yet when this one was accepted: that one may have "
+            "landed after it, or Yandex may be holding this one in its price quarantine; read "
+            "back in {w} s, sent again if not shown within ym_apply_timeout"
+        ),
+    ),
     # review words35b item 3: an earlier update landed after this one (§3.5: no order)
     (
         r"an earlier update of offer (?P<o>'.*?') \((?P<e>[^)]+)\), not shown yet when this one "
