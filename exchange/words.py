@@ -708,6 +708,22 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             ),
         ),
         (
+            # exchange/delivery/withheld.py: a newer version the channel accepted, not shown
+            # yet, maybe held by its quarantine too (words38 item 6)
+            r"a newer price from 1C was accepted by this channel after the withheld one and is "
+            r"not shown to buyers yet: (?P<pairs>.*); the channel may be holding it in its price "
+            r"quarantine too \(it is then withheld within a minute or so\): releasing the older "
+            r"could put it live over the newer: look again in a minute \(exchange withheld "
+            r"list\), and release the newest when the channel withholds it",
+            N_(
+                "a newer price from 1C was accepted by this channel after the withheld one and "
+                "is not shown to buyers yet: {pairs}; the channel may be holding it in its price "
+                "quarantine too (it is then withheld within a minute or so): releasing the older "
+                "could put it live over the newer: look again in a minute (exchange withheld "
+                "list), and release the newest when the channel withholds it"
+            ),
+        ),
+        (
             # exchange/delivery/withheld.py: a newer version still in staging (review release36)
             r"a newer price from 1C is received, not taken in yet: (?P<pairs>.*); releasing the "
             r"older could put it live over the newer: let the service take it in \(exchange "

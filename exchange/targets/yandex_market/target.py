@@ -1087,6 +1087,12 @@ class YandexMarketTarget:
                 out.append(Shown.UNKNOWN)
         return out
 
+    def accepted_unshown(self, receipt: str | None) -> bool:
+        """A delivery Yandex accepted with a 200 and not read back as shown yet (``ACCEPTED``):
+        its price quarantine may be holding it, listed a little later (``HoldsAfterAccepting``,
+        words38 item 6)."""
+        return bool(receipt) and str(receipt).startswith(ACCEPTED)
+
     async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
         """``POST …/price-quarantine/confirm`` for the offers whose withheld price is the one
         the message's delivery carried (contract 13), 200 a request; the price then shows
