@@ -2611,8 +2611,8 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         # them since rev35ym, «when looked up» since words38: the words before, kept in a
         # delivery's history, read the same way)
         r"(?:At the last look, |When looked up, )?Yandex Market h(?:olds|eld) value=(?P<v>\S+) "
-        r"for offer (?P<o>.+?) already, but its price quarantine still holds (?P<h>.+) for it: confirmed "
-        r"in the cabinet, it would replace "
+        r"for offer (?P<o>.+?) already, but its price quarantine still holds (?P<h>.+) for it: "
+        r"confirmed in the cabinet, it would replace "
         r"(?P=v)\. The seller should not confirm it but leave it, or set (?P=v) in the cabinet "
         r"\(a correct price releases the quarantine\); this price waits, uncharged, until the "
         r"quarantine no longer lists the offer, and is sent again over the held one should "

@@ -505,8 +505,8 @@ def test_a_release_behind_a_newer_price_the_channel_accepted_says_it_may_be_held
     accepted, is not shown yet, and may be held too: look again in a minute; in Russian too."""
     import asyncio
 
-    from exchange.delivery.withheld import release
     from exchange.db.schema import deliveries
+    from exchange.delivery.withheld import release
     from exchange.errors import Conflict
 
     older = _withheld_v2(db_url, engine, withholding_site)

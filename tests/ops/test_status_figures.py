@@ -278,8 +278,11 @@ def test_a_quarantine_of_1cs_data_is_no_error_of_the_channel_in_the_error_share(
 
     def ruled(reason: str) -> Decision:
         return Decision(
-            Event.QUARANTINED, State.QUARANTINED, "old_price 900 is below price 1000",
-            reason=reason, http_status=None,
+            Event.QUARANTINED,
+            State.QUARANTINED,
+            "old_price 900 is below price 1000",
+            reason=reason,
+            http_status=None,
         )
 
     take(engine, settings, clock, [price_row("SKU-R", 1), price_row("SKU-I", 1)])
