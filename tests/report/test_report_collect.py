@@ -318,3 +318,28 @@ def test_next_check_parts_each_end_as_a_sentence_in_both_languages() -> None:
     assert sentence("it said “done.”") == "it said “done.”"
     assert sentence("it said «ждите»") == "it said «ждите»."
     assert sentence('HTTP 422: {"error":"rejected"}') == 'HTTP 422: {"error":"rejected"}.'
+
+
+def test_a_russian_exports_last_error_says_a_rules_joined_words_in_russian() -> None:
+    """Words 38 item 4: a rule's words followed by what a person's decision does («; a new
+    old_price from 1C waits …»), on a channel named «channel ozon-main (Ozon)», stayed English
+    in a Russian export's last error (only «Что проверить» was Russian): the rule's own
+    pattern ended in «(…)» and took the joined words whole. Every part is Russian now."""
+    from dataclasses import fields
+
+    from exchange.report.model import Entry
+    from exchange.report.words import result_words
+
+    said = (
+        "old_price 900 is below price 1000: Ozon refuses it (old_price_less_than_price: Цена до "
+        "скидки должна быть выше текущей цены.); a new old_price from 1C waits for a person's "
+        "decision on this price: retrying it sends both together, cancelling it leaves price "
+        "1000 live on channel ozon-main (Ozon)"
+    )
+    defaults = {f.name: None for f in fields(Entry)}
+    entry = Entry(**{**defaults, "reason": "invalid-for-channel", "last_error": said})  # type: ignore[arg-type]
+    ru = result_words(entry, "ru")
+    assert ru is not None
+    assert "waits for a person's decision" not in ru and "live on" not in ru, ru
+    assert "ждёт решения человека" in ru and "ниже price 1000" in ru, ru
+    assert result_words(entry, "en") == said
