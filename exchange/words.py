@@ -708,6 +708,22 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             ),
         ),
         (
+            # exchange/delivery/withheld.py: a newer version the channel accepted, not shown
+            # yet, maybe held by its quarantine too (words38 item 6)
+            r"a newer price from 1C was accepted by this channel after the withheld one and is "
+            r"not shown to buyers yet: (?P<pairs>.*); the channel may be holding it in its price "
+            r"quarantine too \(it is then withheld within a minute or so\): releasing the older "
+            r"could put it live over the newer: look again in a minute \(exchange withheld "
+            r"list\), and release the newest when the channel withholds it",
+            N_(
+                "a newer price from 1C was accepted by this channel after the withheld one and "
+                "is not shown to buyers yet: {pairs}; the channel may be holding it in its price "
+                "quarantine too (it is then withheld within a minute or so): releasing the older "
+                "could put it live over the newer: look again in a minute (exchange withheld "
+                "list), and release the newest when the channel withholds it"
+            ),
+        ),
+        (
             # exchange/delivery/withheld.py: a newer version still in staging (review release36)
             r"a newer price from 1C is received, not taken in yet: (?P<pairs>.*); releasing the "
             r"older could put it live over the newer: let the service take it in \(exchange "
@@ -2591,17 +2607,18 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
-        # targets/yandex_market/answers.py ``behind_words`` (review ym34; of the last look
-        # since rev35ym: the words before it, kept in a delivery's history, read the same way)
-        r"(?:At the last look, )?Yandex Market h(?:olds|eld) value=(?P<v>\S+) for offer "
-        r"(?P<o>.+?) already, but its price quarantine still holds (?P<h>.+) for it: confirmed "
-        r"in the cabinet, it would replace "
+        # targets/yandex_market/answers.py ``behind_words`` (review ym34; of the look that wrote
+        # them since rev35ym, «when looked up» since words38: the words before, kept in a
+        # delivery's history, read the same way)
+        r"(?:At the last look, |When looked up, )?Yandex Market h(?:olds|eld) value=(?P<v>\S+) "
+        r"for offer (?P<o>.+?) already, but its price quarantine still holds (?P<h>.+) for it: "
+        r"confirmed in the cabinet, it would replace "
         r"(?P=v)\. The seller should not confirm it but leave it, or set (?P=v) in the cabinet "
         r"\(a correct price releases the quarantine\); this price waits, uncharged, until the "
         r"quarantine no longer lists the offer, and is sent again over the held one should "
         r"that be confirmed",
         N_(
-            "At the last look, Yandex Market held value={v} for offer {o} already, but its price "
+            "When looked up, Yandex Market held value={v} for offer {o} already, but its price "
             "quarantine still holds {h} for it: confirmed in the cabinet, it would replace {v}. "
             "The seller should not confirm it but leave it, or set {v} in the cabinet (a correct "
             "price releases the quarantine); this price waits, uncharged, until the quarantine "
@@ -2613,7 +2630,8 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         # the same where the read-back showed another price than this one (the quarantine
         # naming this one the last valid price; ``readback_quarantined=new``, or a confirm
         # landing between the list and the read-back): what each said, never «уже действовала»
-        r"At the last look, Yandex Market's read-back showed value=(?P<s>\S+) for offer "
+        r"(?:At the last look|When looked up), Yandex Market's read-back showed value=(?P<s>\S+) "
+        r"for offer "
         r"(?P<o>.+?), but its price quarantine still holds (?P<h>.+) for it and names "
         r"value=(?P<v>\S+), this price, as the last valid one: buyers see (?P=v) until the "
         r"held price is confirmed in the cabinet, which would put it live in place of "
@@ -2622,7 +2640,7 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"quarantine no longer lists the offer, and is sent again over the held one should "
         r"that be confirmed",
         N_(
-            "At the last look, Yandex Market's read-back showed value={s} for offer {o}, but its "
+            "When looked up, Yandex Market's read-back showed value={s} for offer {o}, but its "
             "price quarantine still holds {h} for it and names value={v}, this price, as the "
             "last valid one: buyers see {v} until the held price is confirmed in the cabinet, "
             "which would put it live in place of {v}. The seller should not confirm it but "
@@ -2667,6 +2685,21 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"HTTP 200, read back: offer (?P<o>'.*?') shows (?P<f>.+)",
         N_("HTTP 200, read back: offer {o} shows {f}"),
+    ),
+    # words38 item 7: an earlier update shown before ym_apply_timeout, the cause not known
+    # yet (it may have landed after this one, or Yandex's quarantine holds this one)
+    (
+        r"Yandex Market does not show this update's (?P<f>.+?) for offer (?P<o>'.*?') yet but "
+        r"an earlier update of it \((?P<e>[^)]+)\), not shown yet when this one was accepted: "
+        r"that one may have landed after it, or Yandex may be holding this one in its price "
+        r"quarantine; read back in (?P<w>\S+) s, sent again if not shown within "
+        r"ym_apply_timeout",
+        N_(
+            "Yandex Market does not show this update's {f} for offer {o} yet but an earlier "
+            "update of it ({e}), not shown yet when this one was accepted: that one may have "
+            "landed after it, or Yandex may be holding this one in its price quarantine; read "
+            "back in {w} s, sent again if not shown within ym_apply_timeout"
+        ),
     ),
     # review words35b item 3: an earlier update landed after this one (§3.5: no order)
     (
@@ -3310,7 +3343,16 @@ _FIELD_PROBLEMS: tuple[tuple[str, str], ...] = (
     (r"Field required", N_("Field required")),
 )
 _FIELD_PROBLEMS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _FIELD_PROBLEMS)
-_DETAILS_RE = tuple((re.compile(p, re.DOTALL), ru) for p, ru in _DETAILS + _INTAKE_DETAILS)
+# A rule's words joined with what follows them ("{b*}; a new old_price from 1C waits …"),
+# tried before every other: a rule's own words end in a group that takes anything («Ozon
+# refuses it (…)»), and where the channel is named «channel ozon (Ozon)» the joined words end
+# in «)» too, so the rule's pattern took them whole and left the rest English (words38 item 4:
+# a Russian export's last error stayed English). Otherwise in their order.
+_JOINED = "(?P<b>.+); "
+_DETAILS_RE = tuple(
+    (re.compile(p, re.DOTALL), ru)
+    for p, ru in sorted(_DETAILS + _INTAKE_DETAILS, key=lambda d: not d[0].startswith(_JOINED))
+)
 
 
 # A price payload's fields, as a refusal names them: once, in Russian with the key beside it.

@@ -40,7 +40,7 @@ from exchange.ops.attention import attention
 from exchange.ops.backlog import backlog, backlog_words, untaken_channels
 from exchange.ops.channel_status import channel_figures, channels_table, dropped_channels
 from exchange.ops.exchanges import exchanges_table, onec_exchanges
-from exchange.ops.find import by_message, by_version, find_whole, wait_from_now
+from exchange.ops.find import by_message, by_version, find_whole, next_look_in, wait_from_now
 from exchange.ops.find import find as find_messages
 from exchange.ops.notify import last_told
 from exchange.ops.prioritize import prioritize
@@ -427,9 +427,18 @@ def _found_facts(row: dict[str, Any], zone: str, lang: Lang, now: datetime | Non
         # are its last detail, review 32b finding 10a)
         # its wait counted from now, not the figure written when the wait began
         said = row["last_error"]
+        left = None
         if now is not None:
+            left = next_look_in(said, row.get("next_try_at"), now)
             said = wait_from_now(said, row.get("next_try_at"), now)
         facts.append(_waits(error_words(said, lang), lang))
+        if left is not None:  # words with no figure of their own: when it goes on (words38)
+            again = (
+                _("looks again in {age}", lang)
+                if row.get("awaiting")
+                else _("tried again in {age}", lang)
+            )
+            facts.append(again.format(age=human_age(left, lang)))
     return "    " + "  ".join(facts)
 
 
@@ -486,7 +495,9 @@ def _delivery_line(
     state, reason = _state_shown(delivery, lang), delivery["reason"]
     if lang != "en":
         reason = name("reason", reason, lang, target)
-    return _("  channel {channel}: {state}, reason: {reason}, attempts: {attempts}", lang).format(
+    return _(
+        "  channel {channel}: {state}, reason: {reason}, charged attempts: {attempts}", lang
+    ).format(
         channel=_channel_said(delivery, zone, lang),
         state=state,
         reason=reason or "-",
@@ -539,15 +550,18 @@ def history(
         return
     _header(settings)
     m, lang = bio["message"], cli_lang()
+    # the delivery's count is of charged attempts, said so: a wait's look is numbered in its row
+    # (the lease's attempt) but not charged (words38 item 3: «attempts=0» beside «attempt 1»)
     if lang == "en":
         headline = (
             f"{m['message_id']}  {m['kind']} {m['aggregate']} v{m['version']}  "
-            f"state={_state_shown(m, lang)} reason={m['reason']} attempts={m['attempts']}"
+            f"state={_state_shown(m, lang)} reason={m['reason']} "
+            f"charged_attempts={m['attempts']}"
         )
     else:  # the state, the kind and the reason in words; the reason's code beside its name
         headline = _(
             "{message_id}  {kind} {aggregate} v{version}  state: {state}, reason: {reason}, "
-            "attempts: {attempts}",
+            "charged attempts: {attempts}",
             lang,
         ).format(
             message_id=m["message_id"],

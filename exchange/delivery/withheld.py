@@ -30,7 +30,14 @@ from exchange.errors import Conflict, OperatorError
 from exchange.intake.staged import newest_staged
 from exchange.queue import withheld
 from exchange.queue.withheld import Withheld
-from exchange.targets.base import OutgoingMessage, Release, Shown, Target, WithholdsPrices
+from exchange.targets.base import (
+    HoldsAfterAccepting,
+    OutgoingMessage,
+    Release,
+    Shown,
+    Target,
+    WithholdsPrices,
+)
 
 # How often the worker asks a channel about its withheld deliveries (seconds): a
 # marketplace's price quarantine lasts minutes to days, and its reads share the pace.
@@ -204,6 +211,24 @@ async def release(
     with transaction(engine, read_only=True) as connection:
         newer = withheld.newest_newer(connection, rows)
     waiting = {o: n.message_id for o, n in newer.items() if n.state != State.DELIVERED.value}
+    # accepted by the channel, not shown yet: its quarantine may hold it too, listed a little
+    # later, never «not delivered yet» as if it had not gone (words38 item 6)
+    taken = {
+        o: n.message_id
+        for o, n in newer.items()
+        if o in waiting
+        and isinstance(target, HoldsAfterAccepting)
+        and target.accepted_unshown(n.receipt)
+    }
+    if taken and taken == waiting:
+        pairs = ", ".join(f"{old} → {new}" for old, new in taken.items())
+        raise Conflict(
+            f"a newer price from 1C was accepted by this channel after the withheld one and "
+            f"is not shown to buyers yet: {pairs}; the channel may be holding it in its price "
+            "quarantine too (it is then withheld within a minute or so): releasing the older "
+            "could put it live over the newer: look again in a minute (exchange withheld "
+            "list), and release the newest when the channel withholds it"
+        )
     if waiting:  # not delivered yet: never said to have gone (review ym34 finding 2)
         pairs = ", ".join(f"{old} → {new}" for old, new in waiting.items())
         raise Conflict(

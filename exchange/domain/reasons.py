@@ -54,3 +54,14 @@ CANCELLED_REASONS: tuple[Reason, ...] = (
     Reason.OPERATOR,
     Reason.CHANNEL_REMOVED,
 )
+
+
+# Quarantines of 1C's data, never a failure of the channel: a price the channel cannot take
+# as it is (never sent), one it refused by its stated price rule, a payload the contract
+# refuses. ``exchange status``'s error share leaves them out of its failures (words38 item 5:
+# a lone rule quarantine read «доля ошибок 100 %»).
+DATA_REASONS: tuple[Reason, ...] = (
+    Reason.INVALID_FOR_CHANNEL,
+    Reason.CHANNEL_RULE,
+    Reason.INVALID_CONTRACT,
+)

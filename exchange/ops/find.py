@@ -430,6 +430,19 @@ def wait_from_now(detail: str, due: datetime | str | None, now: datetime) -> str
     return _WAIT_FIGURE.sub(lambda found: f"{found.group(1)} {left} s", detail)
 
 
+def next_look_in(detail: str, due: datetime | str | None, now: datetime) -> int | None:
+    """Seconds from ``now`` to a delayed delivery's next look or attempt (``due``: its
+    ``next_try_at``; 0 once due), where its words carry no such figure of their own (a wait
+    whose words say none: Yandex's quarantine holding the price before it, a rule's wait for
+    1C; ``wait_from_now`` counts the others); None otherwise. Such a wait said again writes no
+    history row (``queue.record._same_wait``): only the delivery's next look moves, and
+    ``find`` said nothing of it (words38 item 2)."""
+    if due is None or _WAIT_FIGURE.search(detail):
+        return None
+    when = datetime.fromisoformat(due) if isinstance(due, str) else due
+    return max(0, math.ceil((ensure_utc(when) - ensure_utc(now)).total_seconds()))
+
+
 def _nowhere(row: Any) -> bool:
     """A row of ``listed(homeless=True)`` that is an accepted message with no delivery."""
     return row["channel_id"] is None and not row["rejected"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import Connection, case, func, not_, select
+from sqlalchemy import Connection, and_, case, func, not_, or_, select
 from sqlalchemy.orm import aliased
 
 from exchange.db.channels import oldest_kept, seed_from, untaken_kinds
@@ -46,6 +46,7 @@ from exchange.db.worker_rows import WORKERS_KEPT
 from exchange.domain.clock import ensure_utc, local_time
 from exchange.domain.pause import PauseCause
 from exchange.domain.policy import KindPolicies
+from exchange.domain.reasons import DATA_REASONS
 from exchange.domain.states import LIVE, PENDING, Event, State, values
 from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
@@ -175,10 +176,25 @@ def status(
         .where(on(d.c.channel_id, ids), d.c.state.in_(UNDELIVERED), not_(held_condition(kinds)))
     ).scalar()
     since = now - RECENT
+    # A quarantine of 1C's data (its delivery's reason one of DATA_REASONS) is no failure of
+    # the channel: an attempt, never an error (words38 item 5)
+    of_data = (
+        select(d.c.message_pk)
+        .where(
+            d.c.message_pk == history.c.message_pk,
+            d.c.channel_id == history.c.channel_id,
+            d.c.reason.in_([r.value for r in DATA_REASONS]),
+        )
+        .exists()
+    )
+    failed = and_(
+        history.c.event.in_(FAILED_EVENTS),
+        or_(history.c.event != Event.QUARANTINED.value, not_(of_data)),
+    )
     attempts, failures, delivered = connection.execute(
         select(
             func.count(),
-            func.coalesce(func.sum(case((history.c.event.in_(FAILED_EVENTS), 1), else_=0)), 0),
+            func.coalesce(func.sum(case((failed, 1), else_=0)), 0),
             func.coalesce(
                 func.sum(case((history.c.event == Event.DELIVERED.value, 1), else_=0)), 0
             ),

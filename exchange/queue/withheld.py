@@ -169,6 +169,7 @@ class Newer:
     version: int
     state: str
     said: str | None  # its delivery's last words (``last_error``)
+    receipt: str | None = None  # its delivery's receipt (Yandex Market's ``ym-accepted:``…)
 
 
 def newest_newer(connection: Connection, rows: Sequence[Withheld]) -> dict[str, Newer]:
@@ -182,7 +183,7 @@ def newest_newer(connection: Connection, rows: Sequence[Withheld]) -> dict[str, 
     newest: dict[tuple[int, int], Newer] = {}
     for channel, aggregates in by_channel.items():
         found = connection.execute(
-            select(m.aggregate_id, m.version, m.message_id, d.state, d.last_error)
+            select(m.aggregate_id, m.version, m.message_id, d.state, d.last_error, d.receipt)
             .join(deliveries, d.message_pk == m.id)
             .where(
                 d.channel_id == channel,
@@ -190,10 +191,10 @@ def newest_newer(connection: Connection, rows: Sequence[Withheld]) -> dict[str, 
                 d.state != State.CANCELLED.value,
             )
         )
-        for aggregate_id, version, message_id, state, said in found:
+        for aggregate_id, version, message_id, state, said, receipt in found:
             key = (channel, int(aggregate_id))
             if key not in newest or newest[key].version < int(version):
-                newest[key] = Newer(str(message_id), int(version), str(state), said)
+                newest[key] = Newer(str(message_id), int(version), str(state), said, receipt)
     newer: dict[str, Newer] = {}
     for w in rows:
         found_newer = newest.get((w.channel_id, w.aggregate_id))

@@ -652,12 +652,27 @@ def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = No
         withheld=entry.newer_version_withheld,
     )
     found = cause(entry, lang)
-    parts = [advice]
+    parts = [sentence(advice)]
     if found:
-        parts.append(_("Cause: {cause}", lang).format(cause=found))
+        parts.append(sentence(_("Cause: {cause}", lang).format(cause=found)))
     if steps is None:
+        # the command last, as it is to be copied: no full stop of ours after its closing quote
         parts.append(_("Command: {command}", lang).format(command=command(entry)))
     return " ".join(parts)
+
+
+_SENTENCE_END = (".", "!", "?", "…")
+_CLOSING = "\"'»”’)]"
+
+
+def sentence(text: str) -> str:
+    """``text`` ending as a sentence, so the next part does not run on from it («Cause: HTTP
+    422: rejected Command: …»): a full stop added unless it already ends with one (``.``,
+    ``!``, ``?``, ``…``), also inside closing quotes or brackets («… “done.”»)."""
+    text = text.rstrip()
+    if not text or text.rstrip(_CLOSING).endswith(_SENTENCE_END):
+        return text
+    return text + "."
 
 
 def result_words(entry: Entry, lang: Lang) -> str | None:

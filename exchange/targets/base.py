@@ -226,3 +226,17 @@ class WithholdsPrices(Protocol):
     async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
         """Ask the channel to show each withheld version to buyers, where it has a way."""
         ...
+
+
+@runtime_checkable
+class HoldsAfterAccepting(Protocol):
+    """A channel whose price quarantine may hold a price it accepted, said only a little
+    later (Yandex Market: a 200, then its quarantine lists the offer; the delivery waits for
+    its read-back meanwhile and is ``withheld`` once listed). ``exchange withheld release``
+    refusing an older price behind such a newer one says it may be held too (words38 item 6),
+    never that the newer is not delivered yet as if it had not gone."""
+
+    def accepted_unshown(self, receipt: str | None) -> bool:
+        """Whether a delivery with this receipt was accepted by the channel and is not shown
+        to buyers yet (read back later; the quarantine may list it meanwhile)."""
+        ...

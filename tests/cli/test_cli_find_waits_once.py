@@ -91,3 +91,46 @@ def test_every_channels_countdown_is_counted_from_now_not_from_the_last_look() -
         assert en in english, english
         russian = _found_facts(row, "UTC", "ru", now)
         assert "через 13 с" in russian and "58" not in russian, russian
+
+
+def test_a_wait_whose_words_say_no_figure_says_when_it_looks_again() -> None:
+    """Words 38 item 2: a wait said again writes no history row (``_same_wait``), only the
+    delivery's next look moves; ``find`` gave no «looks again in N s» for a wait whose words
+    carry no figure (Yandex's quarantine holding the price before it), where ``--json`` has
+    it. It says the next look, counted from now to the delivery's ``next_try_at``; a retry's
+    next attempt likewise; words with a figure of their own keep only theirs."""
+    from datetime import UTC, datetime, timedelta
+
+    from exchange.targets.yandex_market.answers import behind_words
+
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    row = _row(behind_words("SKU-1", "1000", "value=300 (verdicts: PRICE_CHANGE)"))
+    row["next_try_at"] = (now + timedelta(seconds=41.2)).isoformat()
+    en = _found_facts(row, "UTC", "en", now)
+    assert en.endswith("looks again in 42 s"), en
+    ru = _found_facts(row, "UTC", "ru", now)
+    assert ru.endswith("проверит снова через 42 с"), ru
+    retry = {**_row("HTTP 503"), "awaiting": False, "next_try_at": row["next_try_at"]}
+    assert _found_facts(retry, "UTC", "en", now).endswith("tried again in 42 s")
+    held = {**_row(HELD), "next_try_at": row["next_try_at"]}
+    said = _found_facts(held, "UTC", "en", now)
+    assert "goes in 42 s" in said and "again in" not in said, said
+
+
+def test_the_kept_wait_row_does_not_claim_to_be_the_last_look() -> None:
+    """Words 38 item 2: the one history row ``_same_wait`` keeps said «at the last look» with
+    its first look's time while later looks happened. The words say «when looked up», true of
+    the row's own time and of the delivery's last look alike; words stored before still
+    read in Russian."""
+    from exchange.targets.yandex_market.answers import behind_words
+    from exchange.words import error_words
+
+    for said in (
+        behind_words("SKU-1", "1000", "value=300 (verdicts: PRICE_CHANGE)"),
+        behind_words("SKU-1", "1000", "value=300 (verdicts: PRICE_CHANGE)", shown="300"),
+    ):
+        assert "last look" not in said and said.startswith("When looked up, "), said
+        ru = error_words(said, "ru")
+        assert ru.startswith("При проверке ") and "последней проверке" not in ru, ru
+        old = error_words(said.replace("When looked up, ", "At the last look, "), "ru")
+        assert old == ru, old

@@ -67,3 +67,15 @@ def test_history_of_an_unknown_message_exits_2_with_one_error_line(cli: Cli, db_
     result = cli("history", "price.NO-SUCH.v1.000000000000000000000000", "--json", db=db_url)
     assert_one_line_error(result, "NO-SUCH")
     assert result.stdout == ""
+
+
+def test_history_headline_says_its_count_is_of_charged_attempts(
+    cli: Cli, db_url: str, scenario: Scenario
+) -> None:
+    """Words 38 item 3: the headline said «attempts=0» beside a row numbered «attempt 1» (a
+    wait's look is numbered in its row, never charged): the headline's count names itself
+    the charged attempts, in English and Russian."""
+    en = cli("history", scenario.sku2, db=db_url)
+    assert "charged_attempts=1" in en.stdout and " attempts=" not in en.stdout, describe(en)
+    ru = cli("history", scenario.sku2, db=db_url, env={"EXCHANGE_LANG": "ru"})
+    assert "засчитано попыток: 1" in ru.stdout, describe(ru)

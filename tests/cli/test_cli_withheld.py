@@ -480,3 +480,63 @@ def test_withheld_list_gives_one_channels_ids_as_json_for_withheld_release(
     assert first["message_id"] in table.stdout, describe(table)
     for args in (("--json", "--channel", "ozon"), ("--channel", "ozon")):
         assert_one_line_error(cli("withheld", "list", *args, db=db_url), "unknown channel 'ozon'")
+
+
+class _HoldsAfterAccepting:
+    """A channel whose quarantine may hold a price it accepted (Yandex Market's
+    ``accepted_unshown``): never asked to release, the refusal comes first."""
+
+    def accepted_unshown(self, receipt: str | None) -> bool:
+        return bool(receipt) and str(receipt).startswith("ym-accepted:")
+
+    async def withheld_shown(self, messages: object) -> list[object]:
+        raise AssertionError("never asked")
+
+    async def release_withheld(self, messages: object) -> list[object]:
+        raise AssertionError("never asked")
+
+
+def test_a_release_behind_a_newer_price_the_channel_accepted_says_it_may_be_held_too(
+    cli: Cli, db_url: str, engine: Engine, withholding_site: SiteSimulator
+) -> None:
+    """Words 38 item 6: Yandex Market accepted the newer price and its quarantine holds it too
+    (``withheld`` a minute later, once listed), yet ``withheld release`` of the older said the
+    newer was «not delivered yet», «let the newer land». The refusal says the newer was
+    accepted, is not shown yet, and may be held too: look again in a minute; in Russian too."""
+    import asyncio
+
+    from exchange.db.schema import deliveries
+    from exchange.delivery.withheld import release
+    from exchange.errors import Conflict
+
+    older = _withheld_v2(db_url, engine, withholding_site)
+    paused = cli("pause", "--note", "the shop moves", db=db_url)
+    assert paused.returncode == 0, describe(paused)
+    deliver_in_process(db_url, engine, withholding_site, [price_row("S1", 3, "90.00")])
+    with transaction(engine) as connection:
+        newest, pk = connection.execute(
+            select(messages.c.message_id, messages.c.id).where(messages.c.version == 3)
+        ).one()
+        connection.execute(  # as Yandex Market's 200 leaves it, waiting for its read-back
+            deliveries.update()
+            .where(deliveries.c.message_pk == pk)
+            .values(state="delayed", receipt="ym-accepted:{}")
+        )
+    with pytest.raises(Conflict) as refused:
+        asyncio.run(
+            release(
+                engine,
+                _HoldsAfterAccepting(),  # type: ignore[arg-type]
+                [older],
+                operator="op",
+                note="checked",
+                now=lambda: datetime.now(UTC),
+            )
+        )
+    said = str(refused.value)
+    assert f"{older} → {newest}" in said, said
+    assert "not delivered yet" not in said and "let the newer land" not in said, said
+    assert "was accepted by this channel" in said and "may be holding it" in said, said
+    assert "look again in a minute" in said, said
+    ru = error_words(said, "ru")
+    assert ru != said and "через минуту" in ru, ru

@@ -232,8 +232,7 @@ def test_the_wait_says_what_the_read_back_showed_and_that_buyers_see_the_last_va
     assert "should not confirm it" in said, said
     russian = detail_words(said)
     assert russian.startswith(
-        "При последней проверке обратное чтение Яндекс Маркета показывало для предложения "
-        "'Y1' цену 300"
+        "При проверке обратное чтение Яндекс Маркета показывало для предложения 'Y1' цену 300"
     ), russian
     assert "покупатели видят 1000.00" in russian, russian
     assert "уже действовала" not in russian, russian

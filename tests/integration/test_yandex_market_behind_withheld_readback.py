@@ -50,10 +50,10 @@ def test_a_repeat_behind_a_withheld_price_waits_uncharged_whatever_the_read_back
     shown = console.export_text()
     assert "дождитесь, пока встанет новая" not in shown, shown
     assert "Продавцу нужно не подтверждать её" in shown, shown
-    # ``find`` says what Yandex held at the last look, never that 1000 is live now: the seller
+    # ``find`` says what Yandex held when looked up, never that 1000 is live now: the seller
     # may confirm 300 in the cabinet before the next look.
     russian = detail_words(said)
-    assert russian.startswith("При последней проверке"), russian
+    assert russian.startswith("При проверке"), russian
     assert "уже действует" not in russian, russian
 
     ym.confirm(["Y1"])  # the seller confirms 300 in the cabinet all the same: 300 goes live

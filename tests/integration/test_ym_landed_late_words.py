@@ -128,15 +128,22 @@ def test_the_later_prices_history_says_the_earlier_update_landed_after_it_and_it
         "an earlier update of offer 'Y-1' (value=120), not shown yet when this one was accepted, "
         "landed after it: Yandex Market shows that, not this update's value=100"
     )
-    assert any(said in row and "read back in" in row for row in en), en
     assert any(said in row and "accepted this one: sent again" in row for row in en), en
+    # before ym_apply_timeout the cause is not known yet (words38 item 7): Yandex's quarantine
+    # may hold this one instead
+    interim = (
+        "Yandex Market does not show this update's value=100 for offer 'Y-1' yet but an "
+        "earlier update of it (value=120), not shown yet when this one was accepted: that one "
+        "may have landed after it, or Yandex may be holding this one in its price quarantine"
+    )
+    assert any(interim in row and "read back in" in row for row in en), en
     ru = _details(cli("history", later, db=db_url, env={"EXCHANGE_LANG": "ru", "COLUMNS": "400"}))
     said = (
         "прежнее обновление предложения 'Y-1' (value=120), ещё не показанное, когда Яндекс "
         "Маркет принял это, применилось после него: Маркет показывает его, а не value=100"
     )
     assert any(said in row and "отправлено снова" in row for row in ru), ru
-    assert any(said in row and "проверка через" in row for row in ru), ru
+    assert any("оно могло примениться после него" in r and "проверка через" in r for r in ru), ru
 
 
 def _details(told: Any) -> list[str]:

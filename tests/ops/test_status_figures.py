@@ -264,3 +264,36 @@ def test_the_status_tables_show_data_as_text_never_as_markup(
 )
 def test_ages_read_as_the_two_largest_units(seconds: float | None, shown: str) -> None:
     assert shown == status.human_age(seconds)
+
+
+def test_a_quarantine_of_1cs_data_is_no_error_of_the_channel_in_the_error_share(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """Words 38 item 5: Russian ``exchange status`` said «доля ошибок 100 %» where the only
+    event was a rule quarantine (1C's price breaking the channel's rule: its data, not a
+    failure of the channel). Quarantines of 1C's data (invalid-for-channel, channel-rule,
+    invalid-contract) are attempts, never errors; a channel's refusal (http-422) still is."""
+    from exchange.domain.retry import Decision
+    from exchange.domain.states import Event, State
+
+    def ruled(reason: str) -> Decision:
+        return Decision(
+            Event.QUARANTINED,
+            State.QUARANTINED,
+            "old_price 900 is below price 1000",
+            reason=reason,
+            http_status=None,
+        )
+
+    take(engine, settings, clock, [price_row("SKU-R", 1), price_row("SKU-I", 1)])
+    settle(
+        engine,
+        settings,
+        clock,
+        {"SKU-R": ruled("channel-rule"), "SKU-I": ruled("invalid-for-channel")},
+    )
+    shown = figures(engine, settings, clock)
+    assert shown.error_share == 0.0, shown.error_share
+    take(engine, settings, clock, [price_row("SKU-H", 1)])
+    settle(engine, settings, clock, {"SKU-H": refused(422)})
+    assert figures(engine, settings, clock).error_share == pytest.approx(1 / 3, abs=0.001)

@@ -281,3 +281,65 @@ def test_an_unmapped_price_type_says_where_to_map_it_not_which_command_to_run() 
         assert "EXCHANGE_WOO_PRICE_FIELDS" in words and "EXCHANGE_BITRIX_PRICE_TYPES" in words
         retry = {"ru": "повторите отправку", "en": "retry"}[lang]
         assert "null" in words and retry in words and "exchange history" not in words
+
+
+def test_next_check_parts_each_end_as_a_sentence_in_both_languages() -> None:
+    """Words 38 item 1: «Что проверить» joins the advice, the cause and the command; a cause
+    without a sentence end ran on into «Command: …» («Cause: HTTP 422: rejected Command: …»).
+    Every part before the command now ends as a sentence, with no doubled full stop, and a
+    sentence already ended inside quotes («…» or “…”) gets none added."""
+    from dataclasses import fields
+
+    from exchange.report.model import Entry
+    from exchange.report.words import entry_next_check, sentence
+
+    defaults = {f.name: None for f in fields(Entry)}
+    refused = Entry(  # type: ignore[arg-type]
+        **{
+            **defaults,
+            "message_id": "price.SKU-2.v1.def",
+            "reason": "http-422",
+            "last_status": 422,
+            "last_error": 'HTTP 422: {"error":"rejected"}',
+            "rejected_row": False,
+            "superseded_after_quarantine": False,
+        }
+    )
+    for lang, cmd in (("en", "Command:"), ("ru", "Команда:")):
+        said = entry_next_check(refused, lang)  # type: ignore[arg-type]
+        before, _, after = said.partition(f" {cmd} ")
+        assert after, said
+        assert before.endswith("."), said
+        assert ".." not in before, said
+        for part in before.split(" Cause: ") + before.split(" Причина: "):
+            assert part.rstrip().endswith((".", "!", "?", "…")), (part, said)
+    assert sentence("done.") == "done."
+    assert sentence("wait…") == "wait…"
+    assert sentence("it said “done.”") == "it said “done.”"
+    assert sentence("it said «ждите»") == "it said «ждите»."
+    assert sentence('HTTP 422: {"error":"rejected"}') == 'HTTP 422: {"error":"rejected"}.'
+
+
+def test_a_russian_exports_last_error_says_a_rules_joined_words_in_russian() -> None:
+    """Words 38 item 4: a rule's words followed by what a person's decision does («; a new
+    old_price from 1C waits …»), on a channel named «channel ozon-main (Ozon)», stayed English
+    in a Russian export's last error (only «Что проверить» was Russian): the rule's own
+    pattern ended in «(…)» and took the joined words whole. Every part is Russian now."""
+    from dataclasses import fields
+
+    from exchange.report.model import Entry
+    from exchange.report.words import result_words
+
+    said = (
+        "old_price 900 is below price 1000: Ozon refuses it (old_price_less_than_price: Цена до "
+        "скидки должна быть выше текущей цены.); a new old_price from 1C waits for a person's "
+        "decision on this price: retrying it sends both together, cancelling it leaves price "
+        "1000 live on channel ozon-main (Ozon)"
+    )
+    defaults = {f.name: None for f in fields(Entry)}
+    entry = Entry(**{**defaults, "reason": "invalid-for-channel", "last_error": said})  # type: ignore[arg-type]
+    ru = result_words(entry, "ru")
+    assert ru is not None
+    assert "waits for a person's decision" not in ru and "live on" not in ru, ru
+    assert "ждёт решения человека" in ru and "ниже price 1000" in ru, ru
+    assert result_words(entry, "en") == said

@@ -123,8 +123,11 @@ def behind_words(offer: str, value: str, held: str, *, shown: str | None = None)
     set"), behind ``held`` (``_Listed.said``: the price and its verdicts), the price Yandex's
     quarantine still lists for the offer (review ym34): confirmed in the cabinet, the held price
     would go live over this one (§3.4); a correct price set there releases the quarantine. Said
-    of the last look: a confirmation in the cabinet since may have put the held price live
-    (review rev35ym, WORDS 3: ``find`` said 1000 was live while Yandex showed 300).
+    of the look that wrote them: a confirmation in the cabinet since may have put the held price
+    live (review rev35ym, WORDS 3: ``find`` said 1000 was live while Yandex showed 300). «When
+    looked up», never «at the last look»: the same wait looked at again writes no new history
+    row (``queue.record._same_wait``), so the row kept is its first look's, and later looks
+    happened (words38 item 2).
 
     ``shown``: the value the read-back showed where it is not ``value`` (the list naming
     ``value`` as the last valid price; the simulator's ``readback_quarantined=new``, or a
@@ -134,7 +137,7 @@ def behind_words(offer: str, value: str, held: str, *, shown: str | None = None)
     quarantined one)."""
     if shown is not None:
         return (
-            f"At the last look, Yandex Market's read-back showed value={shown} for offer "
+            f"When looked up, Yandex Market's read-back showed value={shown} for offer "
             f"{offer!r}, {BEHIND} {held} for it and names value={value}, this price, as the "
             f"last valid one: buyers see {value} until the held price is confirmed in the "
             f"cabinet, which would put it live in place of {value}. The seller should not "
@@ -144,7 +147,7 @@ def behind_words(offer: str, value: str, held: str, *, shown: str | None = None)
             "the held one should that be confirmed"
         )
     return (
-        f"At the last look, Yandex Market held value={value} for offer {offer!r} already, "
+        f"When looked up, Yandex Market held value={value} for offer {offer!r} already, "
         f"{BEHIND} {held} for "
         f"it: confirmed in the cabinet, it would replace {value}. The seller should not confirm "
         f"it but leave it, or set {value} in the cabinet (a correct price releases the "

@@ -1087,6 +1087,12 @@ class YandexMarketTarget:
                 out.append(Shown.UNKNOWN)
         return out
 
+    def accepted_unshown(self, receipt: str | None) -> bool:
+        """A delivery Yandex accepted with a 200 and not read back as shown yet (``ACCEPTED``):
+        its price quarantine may be holding it, listed a little later (``HoldsAfterAccepting``,
+        words38 item 6)."""
+        return bool(receipt) and str(receipt).startswith(ACCEPTED)
+
     async def release_withheld(self, messages: Sequence[OutgoingMessage]) -> list[Release]:
         """``POST …/price-quarantine/confirm`` for the offers whose withheld price is the one
         the message's delivery carried (contract 13), 200 a request; the price then shows
@@ -2069,7 +2075,9 @@ class YandexMarketTarget:
             else:
                 a.reads += 1
                 wait = self._wait(a.reads)
-                landed = _landed_late(seen, a)
+                # before ym_apply_timeout the cause is not known yet: a rise Yandex's
+                # quarantine holds reads the same until it is listed (words38 item 7)
+                landed = _landed_late(seen, a, known=False)
                 out[m.message_id] = _accepted(
                     f"Yandex Market does not show offer {a.offer!r}'s price yet; read back in "
                     f"{shared.seconds_said(wait)} s"
@@ -2648,19 +2656,31 @@ def _held(seen: _Read | None, price: MappedPrice) -> Decimal | None:
     return held
 
 
-def _landed_late(seen: _Read | None, a: _Accepted) -> str | None:
+def _landed_late(seen: _Read | None, a: _Accepted, *, known: bool = True) -> str | None:
     """What the read-back says where it shows, instead of the update ``a``, an earlier update
     of its offer that was not shown yet when ``a`` was accepted (``_Accepted.earlier``): that
     one landed after ``a`` was sent (§3.5: no order promised; review words35b item 3, as
-    Wildberries' ``lost-send-found`` says of a task found late). None: no such one shown."""
+    Wildberries' ``lost-send-found`` says of a task found late). None: no such one shown.
+
+    ``known=False``: said before ``ym_apply_timeout`` has passed, when that is one cause of
+    two: Yandex's price quarantine may hold ``a`` (a rise), listed only a little later, and
+    ``withheld`` then (words38 item 7: the interim words asserted the earlier had landed
+    after it)."""
     for fields in a.earlier:
         if _shows(seen, fields):
+            earlier = ", ".join(f"{k}={number(v)}" for k, v in fields.items())
+            own = ", ".join(f"{k}={number(v)}" for k, v in a.fields.items())
+            if not known:
+                return (
+                    f"Yandex Market does not show this update's {own} for offer {a.offer!r} "
+                    f"yet but an earlier update of it ({earlier}), not shown yet when this one "
+                    "was accepted: that one may have landed after it, or Yandex may be holding "
+                    "this one in its price quarantine"
+                )
             return (
-                f"an earlier update of offer {a.offer!r} ("
-                + ", ".join(f"{k}={number(v)}" for k, v in fields.items())
-                + "), not shown yet when this one was accepted, landed after it: Yandex Market "
-                "shows that, not this update's "
-                + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items())
+                f"an earlier update of offer {a.offer!r} ({earlier}), not shown yet when this "
+                "one was accepted, landed after it: Yandex Market shows that, not this update's "
+                f"{own}"
             )
     return None
 
