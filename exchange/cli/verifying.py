@@ -29,8 +29,6 @@ from exchange.ops.verify import (
     verify,
 )
 from exchange.settings import Settings
-from exchange.targets.ozon.target import DEPENDENT as OZON_DEPENDENT
-from exchange.targets.yandex_market.target import DEPENDENT as YM_DEPENDENT
 from exchange.words import error_words, money, on_marketplace, state_said
 
 
@@ -226,18 +224,17 @@ def _print(verification: Verification, as_json: bool, *, marketplace: bool = Fal
     )
 
 
-# The price types a marketplace shows none of without a missing price (an old price, a
-# discount base, a minimum): the targets' own lists.
-DEPENDENT = frozenset({*OZON_DEPENDENT, *YM_DEPENDENT})
-
-
 def _none_of(field: str, newer: Newer | None, lang: Lang) -> str:
     """What a marketplace holds where it shows no price of ``field``: "no price yet" of the
     price itself (a product never priced); of a strikethrough or minimum price (``DEPENDENT``)
     none, which is no missing price: the product has one (review ozwords38 item 5), and where
     1C's newer one is quarantined, the service cleared the one 1C replaced on purpose
-    (``items._clearing``)."""
-    if field not in DEPENDENT:
+    (``items._clearing``). The dependent types are the targets' own lists, imported here:
+    the targets import httpx, which a command that serves nothing never loads."""
+    from exchange.targets.ozon.target import DEPENDENT as OZON_DEPENDENT
+    from exchange.targets.yandex_market.target import DEPENDENT as YM_DEPENDENT
+
+    if field not in {*OZON_DEPENDENT, *YM_DEPENDENT}:
         return _("no price yet", lang)
     if newer is not None and newer.state == "quarantined":
         return _("none (cleared by the service)", lang)
