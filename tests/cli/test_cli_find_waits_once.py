@@ -109,7 +109,7 @@ def test_a_wait_whose_words_say_no_figure_says_when_it_looks_again() -> None:
     en = _found_facts(row, "UTC", "en", now)
     assert en.endswith("looks again in 42 s"), en
     ru = _found_facts(row, "UTC", "ru", now)
-    assert ru.endswith("проверит снова через 42 с"), ru
+    assert ru.endswith("следующая проверка через 42 с"), ru
     retry = {**_row("HTTP 503"), "awaiting": False, "next_try_at": row["next_try_at"]}
     assert _found_facts(retry, "UTC", "en", now).endswith("tried again in 42 s")
     held = {**_row(HELD), "next_try_at": row["next_try_at"]}
