@@ -934,3 +934,58 @@ def test_ozon_a_failed_probe_of_a_pair_is_one_probe_for_the_breaker(
     assert openings + 1 == worker.breaker.openings, "one probe, one step of the cool-down"
     tries = attempts_and_errors(engine)
     assert 0 == tries[("SKU-1/old", 1)][0] == tries[("SKU-1/retail", 1)][0], tries
+
+
+def test_ozon_refusing_a_lone_old_price_clears_the_old_price_1c_replaced(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Promise (contract 14, never a strikethrough price 1C replaced; review ozrefuse38): Ozon
+    shows 1000/1400; 1C's retail 950 comes alone and goes as 950/1400; 5 s later 1C's old
+    price 1000 comes alone: 950/1000, a gap exactly at Ozon's 5 %, goes to Ozon (research
+    §1.4: UNCONFIRMED), which refuses it (the simulator's ``gap_boundary=refused``). 1000 is
+    ``channel-rule``, and, as where the service's own rule refuses it, the price goes once
+    more with old_price "0" (§1.1, §1.6.3): Ozon ends at 950 with no old price, 950 stays
+    delivered, and the quarantine's words say the strikethrough price is gone. (Before:
+    nothing more was sent, and Ozon kept 950 "was 1400", a discount 1C replaced.)"""
+    from exchange.targets.ozon.hours import SENDING
+
+    site.switches.gap_boundary = "refused"
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "950.00")])
+        await drain(w)
+        advance(5)
+        stage(engine, [row("SKU-1", "old", 2, "1000.00")])
+        await drain(w)
+
+    run_worker(worker, scenario)
+    found = states(engine)
+    assert ("quarantined", "channel-rule") == found[("SKU-1/old", 2)]
+    assert ("delivered", None) == found[("SKU-1/retail", 2)], "950 stays delivered"
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert [(1000, 1400), (950, 1400), (950, 0)] == pairs[-3:], "1400 cleared, never kept"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (950, 0)
+    said = attempts_and_errors(engine)[("SKU-1/old", 2)][1]
+    assert said is not None and "discount_for_average_price_is_too_small" in said, said
+    assert "no longer shows 1400" in said, said
+    from exchange.words import error_words
+
+    russian = error_words(said, "ru")
+    assert "больше не показывает 1400" in russian and "no longer" not in russian, russian
+    with transaction(engine, read_only=True) as connection:
+        receipt = connection.execute(
+            select(messages.c.receipt).where(
+                messages.c.aggregate == "SKU-1/old", messages.c.version == 2
+            )
+        ).scalar_one()
+    assert str(receipt).startswith(SENDING), "the clearing counts in the product's hour (§1.3)"

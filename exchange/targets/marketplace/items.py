@@ -498,6 +498,12 @@ def _clearing(item: Item, channel: Channel, known: Iterable[KnownPrice], rule: R
     return clear
 
 
+# What a target's own answer reads (Ozon's refusal of a lone dependent price by its rule:
+# ``OzonTarget._clear_refused``), the same decisions as the service's own rule path's.
+shown_dependent = _shown_dependent
+clearing = _clearing
+
+
 def _live(item: Item, channel: Channel, known: Iterable[KnownPrice]) -> Decimal | None:
     """The known price of the independent type the item carries as new (``price``,
     ``value``): what the marketplace shows while the item's new one is quarantined."""

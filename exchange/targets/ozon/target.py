@@ -49,7 +49,7 @@ from typing import Any
 import httpx
 
 from exchange.domain.pause import SETTING_MISSING
-from exchange.domain.prices import OZON_HOUR, PAIR_RULE
+from exchange.domain.prices import OZON_HOUR, PAIR_RULE, KnownPrice
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
 from exchange.targets.base import UNPACED, HeldPrice, OutgoingMessage, Pacer
@@ -72,13 +72,17 @@ from exchange.targets.marketplace.items import (
     Channel,
     Item,
     by_sku,
+    cleared_words,
+    clearing,
     gather,
     invalid,
     pair_words,
     refused_clearing_words,
+    shown_dependent,
     sku_of,
     spread,
     spread_rule,
+    still_shown_words,
 )
 from exchange.targets.marketplace.money import Money, text
 from exchange.targets.ozon.answers import (
@@ -461,7 +465,98 @@ class OzonTarget:
         elif going:
             await self._send_now(going, now, answers)
         self._cleared(built, clears, answers)
+        await self._clear_refused(built.items, clears, answers)
         return [answers[m.message_id] for m in messages]
+
+    async def _clear_refused(
+        self, items: list[Item], clears: list[Item], answers: dict[str, Classification]
+    ) -> None:
+        """Ozon refused by a rule of two price types (``OzonPriceRule``, ``channel-rule``) an
+        item that carried only new dependent prices (1C's old price 1000 alone beside the
+        delivered 950, a gap exactly at Ozon's 5 %: research §1.4, the boundary UNCONFIRMED,
+        so it went) while Ozon shows the old price 1C replaced (1400, ``_shown_dependent``):
+        as the service's own rule does (``Built.clears``), the known prices go once more
+        without it (old_price "0", §1.1, §1.6.3; ``_clearing``), through the same path (the
+        product's hour, "Circle is open", the send's mark), so buyers never keep seeing a
+        strikethrough price 1C replaced (review: 950 "was 1400" stayed). Taken: the refused
+        price's quarantine says so (``cleared_words``); refused: it says Ozon still shows the
+        old price and why (``still_shown_words``, ``refused_clearing_words``); held or its
+        answer lost: that wait stands, not charged where it says so, and the next try
+        decides again. Where no clearing can go (unread known prices, a rule broken without
+        it too), the quarantine says what Ozon still shows where that is known."""
+        dependent = set(self.channel.dependent)
+        refused = [
+            item
+            for item in items
+            if not any(item is c for c in clears)
+            and item.carried
+            and item.new
+            and item.new <= dependent
+            and all(
+                (said := answers.get(m.message_id)) is not None
+                and said.verdict is Verdict.TERMINAL
+                and said.error_class == "OzonPriceRule"
+                for m in item.carried
+            )
+        ]
+        if not refused:
+            return
+        try:
+            latest = await asyncio.to_thread(self.known.latest, sorted({i.sku for i in refused}))
+        except Exception:  # the service's database: Ozon's refusal stands as it was said
+            return
+        held: dict[str, list[KnownPrice]] = {}
+        for price in latest:
+            held.setdefault(price.sku, []).append(price)
+        now = self.clock()
+        going: list[Item] = []
+        then: dict[str, tuple[Classification, Item, tuple[str, Decimal]]] = {}
+        for item in refused:
+            known = held.get(item.sku, [])
+            shown = shown_dependent(item, self.channel, known)
+            if shown is None:
+                continue
+            clear = clearing(item, self.channel, known, ozon_rule)
+            if clear is None:
+                for m in item.carried:
+                    said = answers[m.message_id]
+                    words = said.detail + still_shown_words(self.channel, *shown)
+                    answers[m.message_id] = replace(said, detail=words)
+                continue
+            for m in item.carried:
+                then[m.message_id] = (answers[m.message_id], clear, shown)
+            free = self.hours.free_at(item.sku, now)
+            if free is not None:
+                after = self.hours.by_refusal(item.sku, free)
+                answers.update(spread(item, self._held(free - now, after_refusal=after)))
+                continue
+            if self._circle_until > now:
+                blocked = 'held: Ozon answered "Circle is open" (the prices method is blocked)'
+                answers.update(spread(item, circle_held(blocked, self._circle_until - now)))
+                continue
+            going.append(clear)
+        if not going:
+            return
+        tried: dict[str, Classification] = {}
+        await self._send_now(going, now, tried)
+        for item in going:
+            for m in item.carried:
+                said = tried.get(m.message_id)
+                quarantine, clear, shown = then[m.message_id]
+                if said is None:
+                    continue
+                if said.verdict is Verdict.DELIVERED:
+                    words = quarantine.detail + cleared_words(self.channel, clear, *shown)
+                    answers[m.message_id] = replace(quarantine, detail=words)
+                elif said.verdict is Verdict.TERMINAL:
+                    words = (
+                        quarantine.detail
+                        + still_shown_words(self.channel, *shown)
+                        + refused_clearing_words(self.channel, clear, said.detail)
+                    )
+                    answers[m.message_id] = replace(quarantine, detail=words)
+                else:
+                    answers[m.message_id] = said
 
     @staticmethod
     def _clears(built: Built, answers: dict[str, Classification]) -> list[Item]:
