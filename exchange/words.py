@@ -2965,7 +2965,27 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "without it"
         ),
     ),
-    # review ozonpair: what a person's decision on a price quarantined by a pair rule does
+    # review ozonpair: what a person's decision on a price quarantined by a pair rule does;
+    # review rev38b: said of what 1C sends meanwhile, the price held at the quarantine's time
+    (
+        r"(?P<b>.+); a new (?P<o>.+?) that 1C sends meanwhile waits for a person's decision on "
+        r"this price: retrying it sends both together, cancelling it leaves the (?P<m>\S+) "
+        r"(?P<t>" + _SUBJECT + r") holds \((?P<m2>\S+) (?P<a>\S+) when this was quarantined\)",
+        N_(
+            "{b*}; a new {o} that 1C sends meanwhile waits for a person's decision on this "
+            "price: retrying it sends both together, cancelling it leaves the {m} {t&} holds "
+            "({m2} {a} when this was quarantined)"
+        ),
+    ),
+    (
+        r"(?P<b>.+); a new (?P<o>.+?) that 1C sends meanwhile waits for a person's decision on "
+        r"this price: retrying it sends both together, cancelling it leaves the (?P<m>\S+) "
+        r"(?P<t>" + _SUBJECT + r") holds",
+        N_(
+            "{b*}; a new {o} that 1C sends meanwhile waits for a person's decision on this "
+            "price: retrying it sends both together, cancelling it leaves the {m} {t&} holds"
+        ),
+    ),
     (
         r"(?P<b>.+); a new (?P<o>.+?) from 1C waits for a person's decision on this price: "
         r"retrying it sends both together, cancelling it leaves the (?P<m>\S+) it holds live "

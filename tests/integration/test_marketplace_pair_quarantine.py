@@ -85,13 +85,17 @@ def test_a_new_old_price_waits_for_the_persons_decision_on_the_quarantined_price
         await w.cycle()
         state, reason, said, _ = _state(engine, "SKU-1", 2)
         assert (state, reason) == ("quarantined", "invalid-for-channel"), said
-        # The entry says what a person's decision on it does.
-        assert "a new old_price from 1C waits for a person's decision on this price" in said
+        # The entry says what a person's decision on it does: of an old price 1C sends
+        # meanwhile (none had come: review rev38b), the price held when it was quarantined.
+        waits = "a new old_price that 1C sends meanwhile waits for a person's decision"
+        assert waits in said and "from 1C waits" not in said, said
         assert "retrying it sends both together" in said, said
         # The marketplace by its name, never the target's code (review words34).
-        assert "cancelling it leaves price 1000.00 live on Ozon" in said, said
+        held = "cancelling it leaves the price Ozon holds (price 1000.00 when this was quarantined)"
+        assert held in said and "live" not in said, said
         russian = detail_words(said)
-        assert "которую сейчас показывает Ozon" in russian, russian
+        assert "которую 1С пришлёт тем временем" in russian, russian
+        assert "которую показывает Ozon (при карантине — price 1000.00)" in russian, russian
         assert "повтор отправит обе цены вместе" in russian, russian
         assert "1000.00" in russian and "cancelling" not in russian, russian
         stage(engine, [typed(2, "1800.00", "old")])

@@ -395,10 +395,15 @@ def pair_words(channel: Channel, fields: set[str], live: Decimal | None) -> str:
     own = sorted(fields - set(channel.dependent))
     if not others or not own:
         return ""
-    held = f"{own[0]} {text(live)} live" if live is not None else f"the {own[0]} it holds live"
+    # Said when the price is quarantined and read later (review rev38b: "a new old_price from
+    # 1C waits" where none had come, and "leaves price 1000 live" read after 1600/1800 went):
+    # a new price of the other type *that 1C sends meanwhile* waits, and the price held is
+    # the one at the quarantine's time.
+    then = f" ({own[0]} {text(live)} when this was quarantined)" if live is not None else ""
     return (
-        f"; a new {', '.join(others)} from 1C waits for a person's decision on this price: "
-        f"retrying it sends both together, cancelling it leaves {held} on {channel.said}"
+        f"; a new {', '.join(others)} that 1C sends meanwhile waits for a person's decision on "
+        f"this price: retrying it sends both together, cancelling it leaves the {own[0]} "
+        f"{channel.said} holds{then}"
     )
 
 
