@@ -3772,7 +3772,7 @@ _WORD_MESSAGES.update(
         "refresh_start": N_("Redraw every {seconds} s"),
         "backlog": N_("Still to deliver"),
         "backlog_eta": N_("about {eta} at the current pace"),
-        "backlog_due": N_("about {eta}: the last of them is due to be sent then"),
+        "backlog_due": N_("about {eta}: the last of them is due then"),
         # a bound (``ops.backlog.estimate_kind``): a good WB may still apply an upload of
         "backlog_hold": N_("up to {eta} (waiting to learn whether WB applied the upload)"),
         "backlog_none": N_("nothing waits"),

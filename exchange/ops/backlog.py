@@ -199,7 +199,9 @@ def backlog_words(
             lang,
         )
     elif waits_for_its_time(figures):  # the last waits for its time: never sooner than that
-        said = _("backlog: {count}, about {eta}: the last of them is due to be sent then", lang)
+        # "due", never "due to be sent": a price waiting for 1C's other price type is due to be
+        # looked at again then, and may be quarantined (review rev38b)
+        said = _("backlog: {count}, about {eta}: the last of them is due then", lang)
     elif figures["eta_s"] is None:
         said = _("backlog: {count}, none delivered in the last minute", lang)
     else:

@@ -187,6 +187,6 @@ def test_a_delivery_held_for_its_channels_hour_is_in_the_estimate_by_its_due_tim
         "hold_s": None,
     }
     said = backlog_words(figures)
-    assert said == "backlog: 1 message, about 59 min 0 s: the last of them is due to be sent then"
+    assert said == "backlog: 1 message, about 59 min 0 s: the last of them is due then"
     ru = backlog_words(figures, lang="ru")
     assert "59 мин" in ru, ru

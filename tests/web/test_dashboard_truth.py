@@ -164,7 +164,7 @@ def test_a_backlog_due_later_than_the_pace_says_so_as_status_does(
         )
     page = signed_in(bench, "olga").get("/").text
     card = html.unescape(element(page, "backlog"))
-    assert "лишь тогда подойдёт срок отправки последнего" in card, card
+    assert "лишь тогда подойдёт срок последнего" in card, card
     assert "при нынешнем темпе" not in card, card
     assert re.search(r"около (9|10) мин", card), card
 
