@@ -132,6 +132,10 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     # In-progress messages whose worker waits out the site's Retry-After (contract 5c): they
     # keep their lease but none is being sent (issue 34: «отправляется 44», «в работе 0»).
     "delayed_awaiting": N_("of which wait for the marketplace (not a retry)"),
+    # The state's row in ``status`` where some of its deliveries wait rather than retry (the
+    # rows below it): all of them, not "delayed (retry)" (review rev38b: «отложено (повтор)
+    # 12» over «из них ждут 1С … 12»).
+    "delayed_with_waits": N_("delayed: retries and waits"),
     # A price that alone breaks its marketplace's rule waits for 1C's other price type
     # (``ops.waits.wait_of``: "1c"): the wait is on 1C, not on the marketplace.
     "delayed_awaiting_1c": N_(

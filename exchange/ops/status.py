@@ -892,7 +892,12 @@ def tables(
     for state, count in figures.counts.items():
         if state == State.WITHHELD.value and not count:
             continue  # contract 13: said where a channel withholds prices, else as before
-        states.add_row(_named("state", state, lang), str(count))
+        waits = figures.awaiting_channel + figures.awaiting_1c + figures.awaiting_person
+        if state == State.DELAYED.value and waits:
+            # the rows below say which wait: the state's own row is not "delayed (retry)" then
+            states.add_row(word("delayed_with_waits", lang), str(count))
+        else:
+            states.add_row(_named("state", state, lang), str(count))
         if state == State.DELAYED.value and figures.awaiting_channel:
             # a wait for the marketplace is no retry (``waits.awaiting``), as the dashboard
             states.add_row("  " + word("delayed_awaiting", lang), str(figures.awaiting_channel))

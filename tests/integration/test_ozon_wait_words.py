@@ -80,6 +80,9 @@ def test_a_price_held_for_ozons_hour_reads_as_a_wait_in_find_history_and_status(
     status = cli("status", db=db_url, env=RU)
     counted = re.search(r"из них ждут площадку \(не повтор\)\s*│\s*1\s*│", status.stdout)
     assert counted, status.stdout
+    # review rev38b: the state's own row over it said «отложено (повтор)» of a wait
+    assert "отложено (повтор)" not in status.stdout, status.stdout
+    assert re.search(r"отложено: повторы и ожидания\s*│\s*1\s*│", status.stdout), status.stdout
 
 
 def test_in_english_too_a_price_held_for_ozons_hour_reads_as_a_wait_not_delayed(
