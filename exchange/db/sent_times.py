@@ -245,6 +245,55 @@ class DbSentTimes:
                     .values(receipt=d.receipt + " " + word)
                 )
 
+    def answered(self, priced: Mapping[str, str], mark: str) -> None:
+        """A send ``reserve`` marked was answered (any HTTP answer: Ozon took it, refused it,
+        or said nothing of it, a 5xx then getting its ``lost`` word): each message's delivery
+        on the channel still holding ``mark`` first with its prices (``priced``: message_id ->
+        ``late.pairs``) keeps the mark without them (``mark:pairs`` -> ``mark``), committed
+        before the answer is recorded. The mark still counts in the hour (``_hours``), but
+        ``lost_since`` reads a priced mark first as a send never answered (its worker died,
+        review ozlost38 H1): answered ones must never make the next send wait."""
+        if not priced:
+            return
+        d = deliveries.c
+        with transaction(self.engine) as connection:
+            ids = channel_ids(connection, self.channel)
+            wanted = sorted(priced)
+            for start in range(0, len(wanted), CHUNK):
+                rows = connection.execute(
+                    select(d.message_pk, d.channel_id, d.receipt, messages.c.message_id)
+                    .select_from(deliveries.join(messages, messages.c.id == d.message_pk))
+                    .where(
+                        messages.c.message_id.in_(wanted[start : start + CHUNK]),
+                        on(d.channel_id, ids),
+                        d.receipt.startswith(mark + ":", autoescape=True),
+                    )
+                ).all()
+                changes = []
+                for message_pk, channel_id, receipt, message_id in rows:
+                    first, _, rest = str(receipt).partition(" ")
+                    if first != f"{mark}:{priced[str(message_id)]}":
+                        continue
+                    changes.append(
+                        {
+                            "answered_pk": message_pk,
+                            "answered_channel": channel_id,
+                            "answered_was": receipt,
+                            "answered_now": f"{mark} {rest}" if rest else mark,
+                        }
+                    )
+                if changes:
+                    connection.execute(
+                        update(deliveries)
+                        .where(
+                            d.message_pk == bindparam("answered_pk"),
+                            d.channel_id == bindparam("answered_channel"),
+                            d.receipt == bindparam("answered_was"),
+                        )
+                        .values(receipt=bindparam("answered_now")),
+                        changes,
+                    )
+
     def lost_since(
         self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
     ) -> dict[str, list[str]]:
@@ -255,13 +304,16 @@ class DbSentTimes:
         beginning with ``prefix`` after the first (``lost``).
 
         With ``marked`` (the send's mark, ``reserve``'s ``prefix``): and, as a ``prefix`` word
-        of the mark's time and prices (``mark:pairs``), each send marked on a dropped channel
-        of the account and never answered: in flight (its worker may still be waiting for
-        Ozon, or died), handed back for a retry the drop forbids, or cancelled by the drop
-        (``channel-removed``), with its mark still first. Ozon may apply it over the price of
-        the channel added again under its name (review ozon 35: the new worker sent 1200
-        while the old one's 1100 was held, and 1100 landed last); ``settle`` takes the prices
-        off the mark once it is over."""
+        of the mark's time and prices (``mark:pairs``), each send marked on the channel and
+        never answered since ``moment`` (its priced mark still first on a delivery not
+        delivered: ``answered`` takes the prices off at any answer; its worker died, killed
+        mid-send, and Ozon may still apply it: review ozlost38 H1), and each send marked on a
+        dropped channel of the account and never answered: in flight (its worker may still be
+        waiting for Ozon, or died), handed back for a retry the drop forbids, or cancelled by
+        the drop (``channel-removed``), with its mark still first. Ozon may apply it over the
+        price of the channel added again under its name (review ozon 35: the new worker sent
+        1200 while the old one's 1100 was held, and 1100 landed last); ``settle`` takes the
+        prices off the mark once it is over."""
         found = self._receipts(
             skus,
             moment,
@@ -277,17 +329,25 @@ class DbSentTimes:
             and_(d.state == State.CANCELLED.value, d.reason == Reason.CHANNEL_REMOVED.value),
         )
         with self.engine.connect() as connection:
-            own = set(channel_ids(connection, self.channel))
-            others = [i for i in account_ids(connection, self.channel) if i not in own]
-            if not others:
-                return found
+            own = channel_ids(connection, self.channel)
+            others = [i for i in account_ids(connection, self.channel) if i not in set(own)]
+            # The channel's own: a priced mark still first on a delivery not delivered is a
+            # send never answered (``answered`` takes the prices off at any answer): its
+            # worker died (kill -9) and its request may still land (review ozlost38 H1),
+            # whatever became of the delivery after (taken over once its lease ran out,
+            # superseded, quarantined).
+            mine = and_(
+                on(d.channel_id, own),
+                d.state != State.DELIVERED.value,
+                d.updated_at >= moment,
+            )
+            theirs = and_(on(d.channel_id, others), unanswered) if others else None
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
                     select(aggregates.c.sku, d.receipt)
                     .select_from(deliveries.join(aggregates, aggregates.c.id == d.aggregate_id))
                     .where(
-                        on(d.channel_id, others),
-                        unanswered,
+                        mine if theirs is None else or_(mine, theirs),
                         d.receipt.startswith(marked, autoescape=True),
                         aggregates.c.sku.in_(wanted[start : start + CHUNK]),
                     )

@@ -109,13 +109,20 @@ class SentTimes(Protocol):
         ``mark`` gets ``word`` (``LOST``) after its receipt, committed."""
         ...
 
+    def answered(self, priced: Mapping[str, str], mark: str) -> None:
+        """A marked send was answered: each message's delivery still holding ``mark`` first
+        with its prices (``priced``: message_id -> ``late.pairs``) keeps the mark without
+        them, so that ``lost_since`` never reads it as a send never answered."""
+        ...
+
     def lost_since(
         self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
     ) -> dict[str, list[str]]:
         """For each of ``skus``, the receipts holding a word beginning with ``prefix`` (after
         the first) of its deliveries recorded since ``moment``, whatever their state; with
         ``marked`` (the sends' mark, ``SENDING``), and a ``prefix`` word for each send marked
-        on a dropped channel of the account and never answered (review ozon 35)."""
+        on the channel, or a dropped channel of the account, and never answered (its worker
+        died, or the channel was dropped: reviews ozlost38 H1, ozon 35)."""
         ...
 
     def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
@@ -152,6 +159,9 @@ class _NoneSent:
         return None
 
     def lost(self, message_ids: Iterable[str], mark: str, word: str) -> None:
+        return None
+
+    def answered(self, priced: Mapping[str, str], mark: str) -> None:
         return None
 
     def lost_since(

@@ -884,6 +884,25 @@ class OzonTarget:
                 log.warning("Ozon: a lost send could not be recorded (%s)", type(exc).__name__)
                 self._lost_here[item.sku] = word
 
+    async def _answered(self, items: list[Item], marks: dict[str, str]) -> None:
+        """Ozon answered the send of ``items`` (any HTTP answer): their marks lose their prices
+        (``SentTimes.answered``), so that the product's next send never takes it for one
+        whose worker died before the answer (``_lost_pending``: a priced mark still first).
+        Best effort: left, the next send only waits for Ozon to show the prices (``_late``)."""
+        if self.sent is NO_SENT_TIMES:
+            return
+        by_mark: dict[str, dict[str, str]] = {}
+        for item in items:
+            mark = marks.get(item.sku)
+            if mark is not None:
+                sets = late.pairs(_sets(item))
+                by_mark.setdefault(mark, {}).update((m.message_id, sets) for m in item.carried)
+        for mark, priced in by_mark.items():  # one mark a request
+            try:
+                await asyncio.to_thread(self.sent.answered, priced, mark)
+            except Exception as exc:  # the service's database
+                log.warning("Ozon: an answered send could not be recorded (%s)", type(exc).__name__)
+
     async def _late(
         self, items: list[Item], now: float, answers: dict[str, Classification]
     ) -> list[Item]:
@@ -1276,6 +1295,7 @@ class OzonTarget:
                 self._marks.pop(item.sku, None)  # it may have left: its mark counts
             return
         marks = {i.sku: m for i in items if (m := self._marks.pop(i.sku, None)) is not None}
+        await self._answered(items, marks)
         now = self.clock()
         if response.status_code != 200:
             judged = refusal(
