@@ -1936,6 +1936,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
+        r"(?P<m>Ozon|Wildberries|Yandex Market) shows (?P<p>.+?), the prices of the send at "
+        r"(?P<at>\S+ \S+) UTC whose answer was lost; that send may still apply after a newer "
+        r"one: the good waits until (?P<u>\S+ \S+) UTC, not charged",
+        N_(
+            "{m} shows {p}, the prices of the send at {at} UTC whose answer was lost; that "
+            "send may still apply after a newer one: the good waits until {u} UTC, not charged"
+        ),
+    ),
+    (
         r"(?P<m>Ozon|Wildberries|Yandex Market) shows (?P<p>.+?): the send whose answer was "
         r"lost has landed; not sent again",
         N_("{m} shows {p}: the send whose answer was lost has landed; not sent again"),

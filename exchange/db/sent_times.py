@@ -342,9 +342,10 @@ class DbSentTimes:
                 d.updated_at >= moment,
             )
             theirs = and_(on(d.channel_id, others), unanswered) if others else None
+            mine_ids = set(own)
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
-                    select(aggregates.c.sku, d.receipt)
+                    select(aggregates.c.sku, d.receipt, d.channel_id, d.state, d.leased_at)
                     .select_from(deliveries.join(aggregates, aggregates.c.id == d.aggregate_id))
                     .where(
                         mine if theirs is None else or_(mine, theirs),
@@ -352,8 +353,21 @@ class DbSentTimes:
                         aggregates.c.sku.in_(wanted[start : start + CHUNK]),
                     )
                 )
-                for sku, receipt in rows:
-                    word = _unanswered(str(receipt).split()[0], marked, prefix)
+                for sku, receipt, channel_id, state, leased_at in rows:
+                    first = str(receipt).split()[0]
+                    if (
+                        channel_id in mine_ids
+                        and state == State.IN_PROGRESS.value
+                        and not (
+                            leased_at is not None
+                            and _utc(leased_at).timestamp() > _mark_at(first, marked)
+                        )
+                    ):
+                        # In flight on the channel under the lease that marked it: a live
+                        # worker's send now (it records its own answer), not a dead one's,
+                        # which a later lease took over.
+                        continue
+                    word = _unanswered(first, marked, prefix)
                     if word is not None:
                         found.setdefault(str(sku), []).append(word)
         return found

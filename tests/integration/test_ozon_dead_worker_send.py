@@ -14,8 +14,9 @@ it. Its worker dies with the request in flight (its task cancelled: nothing reco
 
 Now a send's mark keeps its prices until Ozon answers (``SentTimes.answered`` takes them off
 at any answer): a priced mark never answered is a lost send for the product's next send,
-which reads Ozon's prices until it shows 1100 (or ``LOST_HOLD`` from the send). Ozon ends on
-1C's newest. Judged from the simulator. SQLite and PostgreSQL."""
+which waits until ``LOST_HOLD`` from the send (Ozon showing 1100 delivers that version, never
+the newer one before the bound: review ozlost38 H4). Ozon ends on 1C's newest. Judged from
+the simulator. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from exchange import app as bootstrap
 from exchange.dev.ozonsim import IMPORT_PRICES, OzonSimulator
 from exchange.dev.testing import drain, price_row, stage
 from exchange.domain.clock import FakeClock
+from exchange.targets.ozon.target import LOST_HOLD
 
 HELD = 3.0  # real seconds the simulator holds the import of 1100 before applying it
 LEASE = 30.0  # the test settings' lease_seconds
@@ -87,6 +89,9 @@ def _play(db_url: str, engine: Engine, site: OzonSimulator, tmp: Path, *, supers
                 stage(engine, [price_row("SKU-1", 3, "1200.00")])
             await asyncio.sleep(max(0.0, HELD + 0.5 - (time.monotonic() - started)))
             await cycles(other, clock, 12, 10.0)  # the wait's reads (every 30 s) see 1100
+            # Shown, 1100 may be another sender's: 1200 waits out the bound (review H4).
+            clock.advance(LOST_HOLD)
+            await cycles(other, clock, 2, 1.0)
         finally:
             await other.target.aclose()
             await dead.target.aclose()

@@ -104,6 +104,11 @@ def test_a_send_ozon_stalled_on_never_lands_over_the_newer_price(
         await asyncio.sleep(max(0.0, stall + 0.5 - (time.monotonic() - started)))
         assert site.price("SKU-1") in (Decimal("1100"), Decimal("1200"))
         await _cycles(w, clock, 12, 10.0)  # the waits' reads (every 30 s) see 1100
+        # Shown, 1100 may still be another sender's: 1200 waits out the bound (review
+        # ozlost38 H4), then goes.
+        assert site.price("SKU-1") == Decimal("1100"), site.updates("SKU-1")
+        clock.advance(LOST_HOLD)
+        await _cycles(w, clock, 2, 1.0)
         assert site.price("SKU-1") == Decimal("1200"), site.updates("SKU-1")
         assert _state(engine, 3)[0] == "delivered"
         updates = [u["price"] for u in site.updates("SKU-1")]
@@ -117,6 +122,46 @@ def test_a_send_ozon_stalled_on_never_lands_over_the_newer_price(
 
     assert _state(engine, 4)[0] == "delivered"
     assert site.price("SKU-1") == Decimal("1300")
+
+
+def test_a_lost_send_shown_by_another_senders_price_still_holds_the_newer_one(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review ozlost38 H4: 750 delivered; another program sets 800 in Ozon; 1C's 800 goes and
+    Ozon stalls on it (its answer lost, applied later). The old code read Ozon showing 800,
+    took it for the lost send landed and let 1C's 900 go at once; the stalled 800 landed after
+    it: Ozon ended on 800 while 900 was "delivered". Seeing the lost prices proves nothing of
+    the request still on its way: the newer price waits until LOST_HOLD from the lost send,
+    and Ozon ends on 1C's newest."""
+    clock = FakeClock()
+    worker = _worker(db_url, engine, site, clock, tmp_path)
+    stall = 2.0  # real seconds Ozon sleeps on the request before applying it
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [price_row("SKU-1", 1, "750.00")])
+        await drain(w)
+        site.promote("SKU-1", Decimal("800"))  # another program's price
+        site.faults.delay = stall
+        stage(engine, [price_row("SKU-1", 2, "800.00")])
+        started = time.monotonic()
+        await w.cycle()  # ReadTimeout after 0.3 s: no answer, Ozon still on it
+        site.faults.delay = 0.0
+        stage(engine, [price_row("SKU-1", 3, "900.00")])
+        await _cycles(w, clock, 4, 2.0)
+        early.append(_state(engine, 3))
+        await asyncio.sleep(max(0.0, stall + 0.5 - (time.monotonic() - started)))
+        await _cycles(w, clock, 4, 10.0)
+        clock.advance(LOST_HOLD)
+        await _cycles(w, clock, 4, 10.0)
+
+    early: list[tuple[str, str | None]] = []  # 900 while the lost 800 may land
+    run_worker(worker, scenario)
+
+    assert site.price("SKU-1") == Decimal("900"), site.updates("SKU-1")
+    assert _state(engine, 3)[0] == "delivered"
+    ((state, detail),) = early
+    assert state == "delayed", (state, detail)
+    assert "may still apply after a newer one" in (detail or ""), detail
 
 
 def test_a_dropped_answer_leads_to_one_import_and_the_price_delivered_from_the_read(
@@ -217,6 +262,8 @@ def test_a_5xx_import_ozon_applies_later_never_lands_over_the_newer_price(
         while site.price("SKU-1") != Decimal("500") and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         await _cycles(w, clock, 12, 10.0)  # the waits' reads (every 30 s) see 500
+        clock.advance(LOST_HOLD)  # shown, 500 may be another sender's: 600 waits the bound
+        await _cycles(w, clock, 2, 1.0)
 
     run_worker(worker, scenario)
 
@@ -319,3 +366,17 @@ def test_a_lost_first_send_waits_on_no_price_yet_never_on_ozons_price_0(
 
     assert _state(engine, 1)[0] == "delivered", _state(engine, 1)
     assert site.price("SKU-1") == Decimal("1000")
+
+
+def test_a_newer_price_held_while_the_lost_prices_are_shown_is_said_in_russian() -> None:
+    """Review ozlost38 H4's wait: true words (the shown prices may be another sender's, the
+    lost send may still apply), Russian first."""
+    lost = late.LostSend(1767225600.0, {"price": Decimal("800.00")})
+    held = late.holds("Ozon", lost, 1767225630.0, LOST_HOLD)
+    assert held.verdict is Verdict.AWAITING and held.again_in == 570.0
+    assert held.error_class == late.LOST_SEND
+    assert detail_words(held.detail) == (
+        "Ozon показывает price 800.00 — цены отправки от 2026-01-01 00:00:00 UTC, ответ на "
+        "которую потерян; эта отправка ещё может примениться после более новой: товар ждёт до "
+        "2026-01-01 00:10:00 UTC, попытка не засчитана"
+    )

@@ -32,7 +32,7 @@ from exchange.ops.attention import pause_words
 from exchange.settings import load_settings
 from exchange.targets.base import OutgoingMessage
 from exchange.targets.marketplace.articles import MemoryArticles
-from exchange.targets.ozon.target import SPLITS, OzonTarget
+from exchange.targets.ozon.target import LOST_HOLD, SPLITS, OzonTarget
 from exchange.targets.prices import MemoryKnownPrices, MemoryWaitingPrices
 from exchange.words import detail_words, error_words
 
@@ -411,6 +411,8 @@ def test_a_price_equal_to_the_last_delivered_is_sent_after_a_send_that_timed_out
         await asyncio.sleep(0.8)  # Ozon applied it meanwhile
         ozon.faults.delay = 0.0
         assert ozon.price("SKU-1") == Decimal("800")
+        # Shown, 800 may be another sender's: v4 waits out the bound (review ozlost38 H4).
+        ozon.clock.advance(LOST_HOLD + 1)
         return answers + await t.send([price("SKU-1", 4, "900.00")])
 
     answers = run(target(ozon, timeout=0.3), scenario)

@@ -12,6 +12,8 @@ So, after such a send, the good's next send (the same price again or a newer one
 uncharged, and reads what the marketplace shows, until it shows the lost send's prices (it
 landed, and cannot land again: that version is delivered without a request, a newer one may
 go) or ``hold`` seconds have passed since the send (taken for never applied: the price goes).
+Shown, the lost prices may be another sender's while the request may still apply: Ozon's newer
+price waits out ``hold`` all the same (``holds``, review ozlost38 H4).
 Never sent again blindly: identical requests may get the account restricted (§1.3).
 
 What a target shares here: the lost send as its receipt keeps it (``LostSend``, ``token``,
@@ -109,6 +111,23 @@ def waits(
         error_class=LOST_SEND,
         # Whole seconds, at least one: never due again at once.
         again_in=float(max(1, math.ceil(min(every, left)))),
+    )
+
+
+def holds(marketplace: str, lost: LostSend, now: float, hold: float) -> Classification:
+    """A newer price's wait while the marketplace shows ``lost``'s prices: they may be another
+    sender's, and ``lost`` may still apply after the newer one (review ozlost38 H4: Ozon
+    showed 800, set by another program; 900 went at once and the lost 800 landed after it).
+    Seeing them delivers their version without a request, never the newer one before the
+    bound: due again at ``lost.at + hold``."""
+    until = lost.at + hold
+    return Classification(
+        Verdict.AWAITING,
+        f"{marketplace} shows {said(lost.prices)}, the prices of the send at "
+        f"{_moment(lost.at)} UTC whose answer was lost; that send may still apply after a "
+        f"newer one: the good waits until {_moment(until)} UTC, not charged",
+        error_class=LOST_SEND,
+        again_in=float(max(1, math.ceil(until - now))),
     )
 
 

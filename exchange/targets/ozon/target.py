@@ -910,12 +910,13 @@ class OzonTarget:
         within ``lost_hold`` of it): Ozon may still apply that send, and over this one (§1.5:
         no order between two racing updates; contract 13: never a version at or below the one
         delivered over a newer one). Ozon's prices are read (``offers``, one read for them
-        all, within the pace): showing the lost prices, the send has landed (and cannot land
-        again): its word is taken out, and the item, when Ozon shows every price it carries,
-        is delivered without a request (§1.3: identical requests may get the account
-        restricted), else it goes. Otherwise the item waits (``AWAITING``, not charged) and
-        reads again in ``lost_every`` seconds; past ``lost_hold`` the lost send is taken for
-        never applied, and the item goes."""
+        all, within the pace): showing the lost prices, the item, when Ozon shows every price
+        it carries, is delivered without a request (§1.3: identical requests may get the
+        account restricted), and one setting every lost price alike goes; a newer one waits
+        until ``lost_hold`` from the lost send, its word kept: the prices shown may be another
+        sender's, and the lost send may still apply after it (review ozlost38 H4). Otherwise
+        the item waits (``AWAITING``, not charged) and reads again in ``lost_every`` seconds;
+        past ``lost_hold`` the lost send is taken for never applied, and the item goes."""
         if not items:
             return items
         pending = await self._lost_pending(sorted({item.sku for item in items}), now)
@@ -924,9 +925,8 @@ class OzonTarget:
         waiting = [item for item in items if item.sku in pending]
         found = await self.offers([item.offer_id for item in waiting])
         going = [item for item in items if item.sku not in pending]
-        landed: dict[str, list[str]] = {}
         for item in waiting:
-            lost, words = pending[item.sku]
+            lost, _words = pending[item.sku]
             if isinstance(found, Classification):
                 why = f"its prices could not be read ({found.detail[:200]})"
                 answers.update(
@@ -956,7 +956,6 @@ class OzonTarget:
                     )
                 )
                 continue
-            landed[item.sku] = words
             if late.shows(late.LostSend(now, dict(item.prices)), shown):
                 answers.update(
                     spread(
@@ -969,16 +968,15 @@ class OzonTarget:
                     )
                 )
                 continue
-            going.append(item)
-        for sku in landed:
-            self._lost_here.pop(sku, None)
-        if landed and self.sent is not NO_SENT_TIMES:
-            try:
-                await asyncio.to_thread(
-                    self.sent.settle, list(landed), [w for ws in landed.values() for w in ws]
-                )
-            except Exception as exc:  # the service's database: read again next time
-                log.warning("Ozon: a landed send could not be recorded (%s)", type(exc).__name__)
+            if all(item.prices.get(f) == amount for f, amount in lost.prices.items()):
+                # The item sets every price the lost send set, alike: landing after it, the
+                # lost send changes nothing it sets.
+                going.append(item)
+                continue
+            # Shown, the lost prices may be another sender's (review ozlost38 H4: another
+            # program set 800 in Ozon, 1C's 800 went and its answer was lost): the lost send
+            # may still apply, so a newer price waits until the bound, the lost word kept.
+            answers.update(spread(item, late.holds("Ozon", lost, now, self.lost_hold)))
         return going
 
     async def _lost_pending(
