@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -691,6 +691,42 @@ def test_ozon_refusing_the_old_price_sends_the_price_again_without_the_one_1c_re
     assert product is not None and (product.price, product.old_price) == (380, 0), "not 1400"
 
 
+def pair_run(
+    marketplace: str,
+    db_url: str,
+    engine: Engine,
+    site: OzonSimulator,
+    ym: YmSimulator,
+    tmp_path: Path,
+) -> tuple[FakeClock, Worker, Callable[[float], None], Callable[[], int]]:
+    """A worker on Ozon's or Yandex Market's simulator for the pair tests below: its clock
+    (Yandex's simulator dates its read-back by the wall, so the clock starts at now), a step
+    of that clock (Ozon's simulator's too) and the count of price updates sent so far."""
+    from datetime import UTC, datetime
+
+    from exchange.targets.ozon.target import IMPORT_PRICES
+
+    clock = FakeClock(datetime.now(UTC))
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        if marketplace == "ozon":
+            site.clock.advance(seconds)
+
+    def sent() -> int:
+        if marketplace == "ozon":
+            return site.requests[IMPORT_PRICES]
+        return ym.requests["offer-prices/updates"]
+
+    if marketplace == "ozon":
+        worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    else:
+        worker = bootstrap.worker(
+            ym_pair_settings(db_url, ym, tmp_path), engine, clock=clock, rng=random.Random(3)
+        )
+    return clock, worker, advance, sent
+
+
 # (1C's next retail price; what the marketplace is sent with it; whether the waiting old 1020
 # goes with it)
 NEXT_PACKAGE = [
@@ -725,29 +761,8 @@ def test_a_waiting_old_price_never_lets_the_next_price_go_beside_the_one_1c_repl
     dependent price) is ``invalid-for-channel`` and 1010 goes without an old price (Ozon's
     old_price "0", §1.6.3; Yandex without discountBase, §3.6.2), never «1010, было 1400», a
     discount 1C no longer gives; where 900 with 1020 keeps it, both go together, delivered."""
-    from datetime import UTC, datetime
-
-    from exchange.targets.ozon.target import IMPORT_PRICES
-
-    clock = FakeClock(datetime.now(UTC))  # Yandex's simulator dates its read-back by the wall
+    clock, worker, advance, sent = pair_run(marketplace, db_url, engine, site, ym, tmp_path)
     seen: dict[str, object] = {}
-
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        if marketplace == "ozon":
-            site.clock.advance(seconds)
-
-    def sent() -> int:
-        if marketplace == "ozon":
-            return site.requests[IMPORT_PRICES]
-        return ym.requests["offer-prices/updates"]
-
-    if marketplace == "ozon":
-        worker = ozon_worker(db_url, engine, site, tmp_path, clock)
-    else:
-        worker = bootstrap.worker(
-            ym_pair_settings(db_url, ym, tmp_path), engine, clock=clock, rng=random.Random(3)
-        )
 
     async def scenario(w: Worker) -> None:
         stage(engine, [row("SKU-1", "retail", 1, "1000"), row("SKU-1", "old", 1, "1400")])
@@ -809,30 +824,10 @@ def test_a_waiting_price_never_lets_1cs_next_old_price_go_beside_the_price_it_re
     ``invalid-for-channel``, nothing more sent. Before: 1510 went beside the 1000 1C had
     replaced (1000, was 1510: a 34 % discount 1C never stated), and 1500 stayed behind to be
     quarantined."""
-    from datetime import UTC, datetime
-
     from exchange.targets.marketplace.items import COMPANION_GRACE
-    from exchange.targets.ozon.target import IMPORT_PRICES
 
-    clock = FakeClock(datetime.now(UTC))  # Yandex's simulator dates its read-back by the wall
+    clock, worker, advance, sent = pair_run(marketplace, db_url, engine, site, ym, tmp_path)
     seen: dict[str, object] = {}
-
-    def advance(seconds: float) -> None:
-        clock.advance(seconds)
-        if marketplace == "ozon":
-            site.clock.advance(seconds)
-
-    def sent() -> int:
-        if marketplace == "ozon":
-            return site.requests[IMPORT_PRICES]
-        return ym.requests["offer-prices/updates"]
-
-    if marketplace == "ozon":
-        worker = ozon_worker(db_url, engine, site, tmp_path, clock)
-    else:
-        worker = bootstrap.worker(
-            ym_pair_settings(db_url, ym, tmp_path), engine, clock=clock, rng=random.Random(3)
-        )
 
     async def scenario(w: Worker) -> None:
         stage(engine, [row("SKU-1", "retail", 1, "1000"), row("SKU-1", "old", 1, "1200")])
