@@ -76,7 +76,7 @@ def pair_worker(
         ym,
         tmp_path,
         ym_price_types={"retail": "value", "old": "discountBase"},
-        ym_apply_timeout="4",
+        ym_apply_timeout="8",
     )
     return bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3)), advance
 
@@ -94,9 +94,9 @@ async def run_for(w: Worker, advance: Callable[[float], None], seconds: float) -
 
 async def settle(engine: Engine, w: Worker, advance: Callable[[float], None]) -> None:
     """Until nothing waits (the last read-back counts once ``ym_apply_timeout``, real seconds,
-    has passed since an earlier update's 200), 20 real seconds at most."""
+    has passed since an earlier update's 200), 30 real seconds at most."""
     loop = asyncio.get_running_loop()
-    ends = loop.time() + 20.0
+    ends = loop.time() + 30.0
     while loop.time() < ends:
         await run_for(w, advance, STEP)
         if not any(s in WAITING for s, _ in states(engine).values()):
