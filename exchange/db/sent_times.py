@@ -295,7 +295,13 @@ class DbSentTimes:
                     )
 
     def lost_since(
-        self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
+        self,
+        skus: Iterable[str],
+        moment: datetime,
+        prefix: str,
+        marked: str | None = None,
+        *,
+        now: datetime,
     ) -> dict[str, list[str]]:
         """For each of ``skus``, the receipts of its deliveries on the account's channels
         (``account_ids``: a lost send of a channel dropped since may still land over the price
@@ -313,7 +319,12 @@ class DbSentTimes:
         the drop (``channel-removed``), with its mark still first. Ozon may apply it over the
         price of the channel added again under its name (review ozon 35: the new worker sent
         1200 while the old one's 1100 was held, and 1100 landed last); ``settle`` takes the
-        prices off the mark once it is over."""
+        prices off the mark once it is over. ``now``: a send still in flight under the lease
+        that marked it is a live worker's only while that lease runs (``locked_until`` after
+        ``now``); one whose lease ran out is a dead worker's, before anyone has handed the
+        delivery back (review rev39 H1: a worker killed mid-send, its lease out, the other
+        worker's next batch took 1C's newer price and sent it at once, and the dead one's
+        held 1020 landed over 1030)."""
         found = self._receipts(
             skus,
             moment,
@@ -345,7 +356,14 @@ class DbSentTimes:
             mine_ids = set(own)
             for start in range(0, len(wanted), CHUNK):
                 rows = connection.execute(
-                    select(aggregates.c.sku, d.receipt, d.channel_id, d.state, d.leased_at)
+                    select(
+                        aggregates.c.sku,
+                        d.receipt,
+                        d.channel_id,
+                        d.state,
+                        d.leased_at,
+                        d.locked_until,
+                    )
                     .select_from(deliveries.join(aggregates, aggregates.c.id == d.aggregate_id))
                     .where(
                         mine if theirs is None else or_(mine, theirs),
@@ -353,7 +371,7 @@ class DbSentTimes:
                         aggregates.c.sku.in_(wanted[start : start + CHUNK]),
                     )
                 )
-                for sku, receipt, channel_id, state, leased_at in rows:
+                for sku, receipt, channel_id, state, leased_at, locked_until in rows:
                     first = str(receipt).split()[0]
                     if (
                         channel_id in mine_ids
@@ -362,10 +380,13 @@ class DbSentTimes:
                             leased_at is not None
                             and _utc(leased_at).timestamp() > _mark_at(first, marked)
                         )
+                        and locked_until is not None
+                        and _utc(locked_until) > now
                     ):
-                        # In flight on the channel under the lease that marked it: a live
-                        # worker's send now (it records its own answer), not a dead one's,
-                        # which a later lease took over.
+                        # In flight on the channel under the lease that marked it, and that
+                        # lease runs: a live worker's send now (it records its own answer),
+                        # not a dead one's, which a later lease took over or whose lease ran
+                        # out (review rev39 H1).
                         continue
                     word = _unanswered(first, marked, prefix)
                     if word is not None:

@@ -125,7 +125,9 @@ def test_two_workers_that_each_read_nine_sends_of_a_product_send_one_more_not_tw
     """Contract 14, research §1.3: 10 updates of a product an hour, counted across workers.
     Worker 1 holds v10 and its lease runs out while it is slow to send; worker 2 takes the
     product over with v11. Both read the channel's 9 sends of the hour at once; only one of
-    them sends, the other holds its price (AWAITING, not charged), and Ozon refuses nothing."""
+    them sends, the other holds its price (AWAITING, not charged), and Ozon refuses nothing:
+    by the hour, or, where worker 1's send was marked before worker 2 looked, as a send under
+    a lease that ran out, which may land after worker 2's (review rev39 H1)."""
 
     async def scenario() -> list[Classification]:
         one, two = ozon_target(ozon, engine, clock), ozon_target(ozon, engine, clock)
@@ -156,6 +158,12 @@ def test_two_workers_that_each_read_nine_sends_of_a_product_send_one_more_not_tw
     verdicts = sorted(a.verdict.value for a in answers)
     assert verdicts == sorted([Verdict.DELIVERED.value, Verdict.AWAITING.value]), answers
     (held,) = [a for a in answers if a.verdict is Verdict.AWAITING]
+    if "whose answer was lost" in held.detail:
+        # Worker 1's send marked first, under its lease that ran out: worker 2 cannot tell a
+        # slow worker from a dead one, so its newer price waits for that send as for a lost
+        # one (review rev39 H1), until Ozon shows it or worker 1 records its answer.
+        assert 0 < (held.again_in or 0) <= LOST_HOLD, held
+        return
     assert "10 price updates of this product sent within the hour" in held.detail, held
     # The first of the 9 is an hour old 9 minutes and 31 s on: the held one goes then.
     assert 3000 <= (held.again_in or 0) <= 3600 - 9 * 60 + 60, held

@@ -116,13 +116,20 @@ class SentTimes(Protocol):
         ...
 
     def lost_since(
-        self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
+        self,
+        skus: Iterable[str],
+        moment: datetime,
+        prefix: str,
+        marked: str | None = None,
+        *,
+        now: datetime,
     ) -> dict[str, list[str]]:
         """For each of ``skus``, the receipts holding a word beginning with ``prefix`` (after
         the first) of its deliveries recorded since ``moment``, whatever their state; with
         ``marked`` (the sends' mark, ``SENDING``), and a ``prefix`` word for each send marked
         on the channel, or a dropped channel of the account, and never answered (its worker
-        died, or the channel was dropped: reviews ozlost38 H1, ozon 35)."""
+        died, or the channel was dropped: reviews ozlost38 H1, ozon 35); ``now``: a send under
+        a lease run out by then is a dead worker's (review rev39 H1)."""
         ...
 
     def settle(self, skus: Iterable[str], words: Iterable[str]) -> None:
@@ -165,7 +172,13 @@ class _NoneSent:
         return None
 
     def lost_since(
-        self, skus: Iterable[str], moment: datetime, prefix: str, marked: str | None = None
+        self,
+        skus: Iterable[str],
+        moment: datetime,
+        prefix: str,
+        marked: str | None = None,
+        *,
+        now: datetime,
     ) -> dict[str, list[str]]:
         return {}
 

@@ -990,7 +990,12 @@ class OzonTarget:
         if self.sent is not NO_SENT_TIMES:
             try:
                 receipts = await asyncio.to_thread(
-                    self.sent.lost_since, skus, datetime.fromtimestamp(since, UTC), LOST, SENDING
+                    self.sent.lost_since,
+                    skus,
+                    datetime.fromtimestamp(since, UTC),
+                    LOST,
+                    SENDING,
+                    now=datetime.fromtimestamp(now, UTC),
                 )
             except Exception:  # the service's database: this process's memory only
                 receipts = {}
