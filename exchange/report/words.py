@@ -614,7 +614,11 @@ def cause(entry: Entry, lang: Lang) -> str | None:
 def command(entry: Entry) -> str:
     """A ready-to-run command for this entry: retry what may go again, cancel the rest (a
     superseded one, and a price invalid for its channel of which 1C has sent a newer version
-    since: ``advice_words`` advises cancel for both)."""
+    since: ``advice_words`` advises cancel for both; a price the marketplace refused by its
+    rule, which the advice says to correct in 1C and cancel, unless its last error says a new
+    price from 1C waits for a person's decision on it, where a retry sends both: review rev39
+    W2, the command said retry, and each retry spent two of the product's ten updates of the
+    hour on Ozon to land in quarantine again)."""
     advice = advice_words(
         entry.reason,
         entry.target,
@@ -623,18 +627,30 @@ def command(entry: Entry) -> str:
         held=entry.newer_version_held,
         withheld=entry.newer_version_withheld,
     )
-    cancel = entry.rejected_row or advice in (
-        _SUPERSEDED,
-        _SUPERSEDED_ON_MARKETPLACE,
-        _INVALID_NEWER_SENT,
-        _INVALID_NEWER_HELD,
-        _INVALID_NEWER_WITHHELD,
+    cancel = (
+        entry.rejected_row
+        or advice
+        in (
+            _SUPERSEDED,
+            _SUPERSEDED_ON_MARKETPLACE,
+            _INVALID_NEWER_SENT,
+            _INVALID_NEWER_HELD,
+            _INVALID_NEWER_WITHHELD,
+        )
+        or (advice == _NEXT_CHECK["channel-rule"] and not _pair_waits(entry.last_error))
     )
     # with several channels, the entry's own (seller 34 item 4): the command acts there only
     on = f" --channel {entry.channel}" if entry.several_channels and entry.channel else ""
     if cancel:
         return f'exchange quarantine cancel {entry.message_id}{on} --note "…"'
     return f'exchange quarantine retry {entry.message_id}{on} --note "…"'
+
+
+def _pair_waits(last_error: str | None) -> bool:
+    """The record's last error says a new price from 1C waits for a person's decision on it
+    (``words`` "…; a new old_price from 1C waits for a person's decision on this price: …",
+    written in English whatever the report's language)."""
+    return "waits for a person's decision on this" in (last_error or "")
 
 
 def entry_next_check(entry: Entry, lang: Lang, steps: dict[str, str] | None = None) -> str:

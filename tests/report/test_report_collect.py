@@ -343,3 +343,45 @@ def test_a_russian_exports_last_error_says_a_rules_joined_words_in_russian() -> 
     assert "waits for a person's decision" not in ru and "live on" not in ru, ru
     assert "ждёт решения человека" in ru and "ниже price 1000" in ru, ru
     assert result_words(entry, "en") == said
+
+
+def test_a_price_refused_by_a_marketplace_rule_offers_the_cancel_its_advice_says() -> None:
+    """Review rev39 W2: a lone old price Ozon refused by its rule (``channel-rule``) is advised
+    "correct the price in 1C and post it again, then cancel this record", and the command
+    printed after it was ``retry``: each retry sent the refused pair again (two of the product's
+    ten updates of the hour) to land back in quarantine. The command is the advice's cancel;
+    where the last error says a new price from 1C waits for a person's decision on this one (a
+    rule of two price types), the advice's retry sends both, and the command stays retry."""
+    from dataclasses import fields
+
+    from exchange.report.model import Entry
+    from exchange.report.words import entry_next_check
+
+    defaults = {f.name: None for f in fields(Entry)}
+    refused = (
+        "Ozon refused old_price 1000.00 by its rule (discount_for_average_price_is_too_small: "
+        "the discount is too small)"
+    )
+    base = {
+        **defaults,
+        "message_id": "price.SKU-1_old.v2.abc",
+        "reason": "channel-rule",
+        "target": "ozon",
+        "last_error": refused,
+        "rejected_row": False,
+        "superseded_after_quarantine": False,
+    }
+    for lang, said in (("en", "Command: "), ("ru", "Команда: ")):
+        alone = entry_next_check(Entry(**base), lang)  # type: ignore[arg-type]
+        assert alone.endswith(f'{said}exchange quarantine cancel price.SKU-1_old.v2.abc --note "…"')
+        waits = Entry(  # type: ignore[arg-type]
+            **{
+                **base,
+                "last_error": refused + "; a new price from 1C waits for a person's decision on "
+                "this price: retrying it sends both together, cancelling it leaves price 950.00 "
+                "live on Ozon",
+            }
+        )
+        assert entry_next_check(waits, lang).endswith(
+            f'{said}exchange quarantine retry price.SKU-1_old.v2.abc --note "…"'
+        )
