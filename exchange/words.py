@@ -1730,6 +1730,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: never sent",
         N_("version {v} is at or below version {d}, already delivered: never sent"),
     ),
+    # the same of a delivery in flight when its lease ran out (review rev39 W1)
+    (
+        r"version (?P<v>\d+) is at or below version (?P<d>\d+), already delivered: not sent "
+        r"again \(the send in flight when its lease ran out may have reached the channel\)",
+        N_(
+            "version {v} is at or below version {d}, already delivered: not sent again (the "
+            "send in flight when its lease ran out may have reached the channel)"
+        ),
+    ),
     # a strictly ordered document's version below where a newer channel's order starts
     # (``queue.coalesce``; seller 34 item 6: docs/channels.ru.md quoted it in English)
     (

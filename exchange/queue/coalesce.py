@@ -173,6 +173,17 @@ def _cancel(
             + cast(c.c.version, String)
             + case(
                 (
+                    and_(c.c.version <= c.c.done, c.c.state == State.IN_PROGRESS.value),
+                    # In flight when its lease ran out: its worker's send may have reached the
+                    # channel (review rev39 W1: "never sent" of a send Ozon applied late).
+                    literal(" is at or below version ")
+                    + cast(c.c.done, String)
+                    + literal(
+                        ", already delivered: not sent again (the send in flight when its "
+                        "lease ran out may have reached the channel)"
+                    ),
+                ),
+                (
                     c.c.version <= c.c.done,
                     literal(" is at or below version ")
                     + cast(c.c.done, String)

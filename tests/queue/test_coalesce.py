@@ -31,6 +31,7 @@ from exchange.queue import lease
 from exchange.queue import record as recording
 from exchange.queue.coalesce import coalesce, quarantine_gaps
 from exchange.settings import Settings
+from exchange.words import error_words
 from tests.support.follow import set_cursor
 
 # Migration 0026 dropped the one channel's copy from `messages` and `aggregates`: read each
@@ -213,6 +214,39 @@ def test_version_at_the_delivered_version_ends_cancelled_stale(
         "cancelled",
         "stale",
     )
+
+
+def test_a_stale_version_in_flight_when_its_lease_ran_out_is_never_said_never_sent(
+    engine: Engine, settings: Settings, clock: FakeClock
+) -> None:
+    """Review rev39 W1: a version whose worker died mid-send (its lease ran out) and that a
+    newer delivered version made stale was cancelled "already delivered: never sent", while
+    Ozon had taken its send and applied it late. Its history says it was not sent again and
+    that the send in flight may have reached the channel; a version never claimed keeps
+    "never sent"."""
+    take(engine, settings, clock, [price_row("SKU-1", 4), price_row("SKU-2", 4)])
+    batch = claim(engine, settings, clock)
+    assert sorted(m.aggregate for m in batch.messages) == ["SKU-1", "SKU-2"]
+    with transaction(engine) as c:  # SKU-2's v4 handed back before its send: pending again
+        c.execute(
+            schema.deliveries.update()
+            .where(schema.deliveries.c.message_pk == of(engine, "SKU-2")[4]["id"])
+            .values(state="delayed", locked_by=None, locked_until=None, lease_token=None)
+        )
+    clock.advance(settings.lease_seconds + 1)  # SKU-1's worker died: its lease ran out
+    with transaction(engine) as c:  # v5 of both delivered another way (another worker)
+        set_cursor(c, schema.aggregates.c.aggregate.in_(["SKU-1", "SKU-2"]), done_version=5)
+    assert run_coalesce(engine, settings, clock) == 2
+
+    in_flight = events(engine, of(engine, "SKU-1")[4]["id"])[-1]
+    assert (in_flight["event"], in_flight["to_state"]) == ("stale", "cancelled")
+    assert "never sent" not in in_flight["detail"], in_flight["detail"]
+    assert "the send in flight when its lease ran out may have reached the channel" in str(
+        in_flight["detail"]
+    )
+    assert "могла дойти до канала" in error_words(str(in_flight["detail"]), "ru")
+    pending = events(engine, of(engine, "SKU-2")[4]["id"])[-1]
+    assert pending["detail"] == "version 4 is at or below version 5, already delivered: never sent"
 
 
 def test_late_lower_version_arriving_after_a_higher_pending_one_is_superseded(
