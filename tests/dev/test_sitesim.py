@@ -889,7 +889,9 @@ def test_a_rate_limited_shop_takes_more_once_its_bucket_refills(
 
 @pytest.mark.timing  # the pool's queue fills in wall-clock time (flaked under load 17)
 def test_a_worker_pool_queues_then_answers_503_beyond_its_queue(sim: SiteSimulator) -> None:
-    sim.faults = Faults(pool_workers=2, pool_service_seconds=0.3, pool_queue=2)
+    # Each request held 1 s: the six must all arrive while the first two are served (a full
+    # run on a loaded machine once spread them past 0.3 s, and a fifth was served).
+    sim.faults = Faults(pool_workers=2, pool_service_seconds=1.0, pool_queue=2)
     statuses: list[int] = []
     latencies: list[float] = []
     lock = threading.Lock()
@@ -897,8 +899,10 @@ def test_a_worker_pool_queues_then_answers_503_beyond_its_queue(sim: SiteSimulat
     # The clients are made before any request: making one (its TLS context) on a loaded
     # machine took longer than a worker's 0.3 s, and the six requests never met in the pool.
     clients = [make_client(sim) for _ in range(6)]
+    ready = threading.Barrier(6)  # the six leave together, not one thread start apart
 
     def one(n: int) -> None:
+        ready.wait()
         started = time.monotonic()
         status = post(clients[n], body(f"SKU-{n}", 1)).status_code
         with lock:
@@ -909,7 +913,6 @@ def test_a_worker_pool_queues_then_answers_503_beyond_its_queue(sim: SiteSimulat
     try:
         for t in threads:
             t.start()
-            time.sleep(0.02)
         for t in threads:
             t.join()
     finally:
@@ -917,7 +920,7 @@ def test_a_worker_pool_queues_then_answers_503_beyond_its_queue(sim: SiteSimulat
             c.close()
 
     assert [200] * 4 + [503] * 2 == sorted(statuses)
-    assert max(latencies) >= 0.45  # a queued one waited for a worker (0.3 s), then was served
+    assert max(latencies) >= 1.5  # a queued one waited for a worker (1 s), then was served
 
 
 def test_the_capacity_schedule_halves_the_rate_and_restores_it(
