@@ -984,3 +984,71 @@ def test_ozon_refusing_a_lone_old_price_clears_the_old_price_1c_replaced(
             )
         ).scalar_one()
     assert str(receipt).startswith(SENDING), "the clearing counts in the product's hour (§1.3)"
+
+
+def test_ozon_a_lost_clearing_of_a_refused_lone_old_price_keeps_saying_ozons_refusal(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 W3: Ozon shows 1000/1400; 1C's 950, then its lone old price 1000 (a gap
+    exactly at Ozon's 5 %, refused: ``discount_for_average_price_is_too_small``). The clearing
+    (950 with old_price "0") is answered 500 and applied a moment later (a gateway's, the
+    simulator's ``late_status``). Before: the price read "HTTP 500", then "Ozon may still
+    apply the send of old_price 0" for ten minutes, and Ozon's refusal of 1000 was said
+    nowhere. Now its words, in English and Russian, say the refusal (Ozon's code) first,
+    then the clearing's wait, at the clearing's try and at the next tries."""
+    from exchange.words import error_words
+
+    site.switches.gap_boundary = "refused"
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    plain = site.import_prices
+
+    def import_prices(items: list[Any]) -> list[dict[str, Any]]:
+        results = plain(items)
+        for item in items:
+            old = item.given.get("old_price")
+            if old == Decimal(1000):
+                # The lone old price refused: the clearing that follows is answered 500 and
+                # applied 0.3 s later.
+                site.faults.late_status, site.faults.late_after = 500, 0.3
+            elif old == 0 and site.faults.late_status is not None:
+                site.faults.late_status = None
+        return results
+
+    site.import_prices = import_prices  # type: ignore[method-assign]
+    said: dict[str, str] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "950.00")])
+        await drain(w)
+        advance(5)
+        stage(engine, [row("SKU-1", "old", 2, "1000.00")])
+        for _ in range(3):  # not idle: the price waits for the clearing's fate
+            await w.cycle()
+        said["clearing"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        await asyncio.sleep(1.0)  # the clearing lands at Ozon
+        for _ in range(4):
+            advance(31)
+            await w.cycle()
+        said["later"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+
+    run_worker(worker, scenario)
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert (950, 0) in pairs, pairs
+    code = "discount_for_average_price_is_too_small"
+    clearing, later = said["clearing"], said["later"]
+    assert code in clearing and "HTTP 500" in clearing, clearing
+    assert "so that Ozon no longer shows old_price 1400" in clearing, clearing
+    assert code in later and "the service sent the price without a strikethrough price" in later
+    assert "whose answer was lost" in later, later
+    for english in (clearing, later):
+        russian = error_words(english, "ru")
+        assert code in russian and "разница между ценами" in russian, russian
+        assert "strikethrough" not in russian and "answer was lost" not in russian, russian

@@ -74,9 +74,11 @@ from exchange.targets.marketplace.items import (
     by_sku,
     cleared_words,
     clearing,
+    clearing_waits_words,
     gather,
     invalid,
     pair_words,
+    refused_before_words,
     refused_clearing_words,
     shown_dependent,
     sku_of,
@@ -89,6 +91,7 @@ from exchange.targets.ozon.answers import (
     CIRCLE,
     CIRCLE_SECONDS,
     KEY_PAUSES,
+    RULES,
     circle_held,
     circle_in,
     item_answer,
@@ -99,6 +102,7 @@ from exchange.targets.ozon.hours import (
     LOST,
     NO_SENT_TIMES,
     REFUSED,
+    RULED,
     SENDING,
     ProductHours,
     SentTimes,
@@ -363,6 +367,9 @@ class OzonTarget:
         # SKU -> its lost send's word (``late.token``), without a database (``sent``) only:
         # with one, the deliveries' receipts hold it for every worker (``SentTimes.lost``).
         self._lost_here: dict[str, str] = {}
+        # SKU -> Ozon's codes of its refusal of the price its clearing carries, while that
+        # clearing is being sent (``_clear_refused``; ``_lose`` keeps them with a lost send).
+        self._ruled: dict[str, list[str]] = {}
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -464,9 +471,40 @@ class OzonTarget:
             await self._first_after_circle(going, now, answers)
         elif going:
             await self._send_now(going, now, answers)
+        self._refused_before(built.items, clears, answers)
         self._cleared(built, clears, answers)
         await self._clear_refused(built.items, clears, answers)
         return [answers[m.message_id] for m in messages]
+
+    @staticmethod
+    def _refused_before(
+        items: list[Item], clears: list[Item], answers: dict[str, Classification]
+    ) -> None:
+        """The waits (``AWAITING``) of a price Ozon refused by its rule whose clearing's
+        answer was lost (``_clear_refused``, ``_lose``: the refusal's codes kept beside the
+        lost send, ``RULED``): the next tries wait for that send (``_late``) or the product's
+        hour, and their words still say Ozon's refusal, its code and meaning, first (review
+        rev39 W3: "Ozon may still apply the send of old_price 0" for ten minutes, the refusal
+        said nowhere)."""
+        for item in items:
+            if any(item is c for c in clears):
+                continue
+            codes = {
+                code
+                for m in item.carried
+                for word in (m.receipt or "").split()
+                if word.startswith(RULED)
+                for code in word[len(RULED) :].split(",")
+                if code in RULES
+            }
+            if not codes:
+                continue
+            refusal = "Ozon: " + "; ".join(f"{c}: {RULES[c]}" for c in sorted(codes))
+            for m in item.carried:
+                said = answers.get(m.message_id)
+                if said is not None and said.verdict is Verdict.AWAITING:
+                    words = refused_before_words(refusal, said.detail)
+                    answers[m.message_id] = replace(said, detail=words)
 
     async def _clear_refused(
         self, items: list[Item], clears: list[Item], answers: dict[str, Classification]
@@ -526,19 +564,33 @@ class OzonTarget:
             for m in item.carried:
                 then[m.message_id] = (answers[m.message_id], clear, shown)
             free = self.hours.free_at(item.sku, now)
+            wait: Classification | None = None
             if free is not None:
                 after = self.hours.by_refusal(item.sku, free)
-                answers.update(spread(item, self._held(free - now, after_refusal=after)))
-                continue
-            if self._circle_until > now:
+                wait = self._held(free - now, after_refusal=after)
+            elif self._circle_until > now:
                 blocked = 'held: Ozon answered "Circle is open" (the prices method is blocked)'
-                answers.update(spread(item, circle_held(blocked, self._circle_until - now)))
+                wait = circle_held(blocked, self._circle_until - now)
+            if wait is not None:
+                # Ozon's refusal of the price still said first (review rev39 W3).
+                for m in item.carried:
+                    words = answers[m.message_id].detail + clearing_waits_words(
+                        self.channel, clear, *shown, wait.detail
+                    )
+                    answers[m.message_id] = replace(wait, detail=words)
                 continue
             going.append(clear)
         if not going:
             return
         tried: dict[str, Classification] = {}
-        await self._send_now(going, now, tried)
+        for clear in going:
+            quarantine = then[clear.carried[0].message_id][0]
+            self._ruled[clear.sku] = [c for c in RULES if f"{c}:" in quarantine.detail]
+        try:
+            await self._send_now(going, now, tried)
+        finally:
+            for clear in going:
+                self._ruled.pop(clear.sku, None)
         for item in going:
             for m in item.carried:
                 said = tried.get(m.message_id)
@@ -556,7 +608,13 @@ class OzonTarget:
                     )
                     answers[m.message_id] = replace(quarantine, detail=words)
                 else:
-                    answers[m.message_id] = said
+                    # Held, or its answer lost (Ozon may still apply it): that wait, with
+                    # Ozon's refusal of the price still said first (review rev39 W3: only
+                    # "HTTP 500" was said, and nowhere that Ozon had refused the old price).
+                    words = quarantine.detail + clearing_waits_words(
+                        self.channel, clear, *shown, said.detail
+                    )
+                    answers[m.message_id] = replace(said, detail=words)
 
     @staticmethod
     def _clears(built: Built, answers: dict[str, Classification]) -> list[Item]:
@@ -872,6 +930,11 @@ class OzonTarget:
         already (a 5xx). Best effort: unwritten, this process's memory keeps them."""
         for item in items:
             word = late.token(LOST, late.LostSend(at, _sets(item)))
+            ruled = self._ruled.get(item.sku)
+            if ruled:
+                # A clearing carrying a price Ozon refused by its rule: the refusal's codes,
+                # so that the later tries' waits still say it (``_refused_before``).
+                word += f" {RULED}{','.join(ruled)}"
             mark = (self._marks if marks is None else marks).get(item.sku)
             if self.sent is NO_SENT_TIMES or mark is None:
                 self._lost_here[item.sku] = word
