@@ -2983,6 +2983,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "until 1C's next price of this type goes"
         ),
     ),
+    # review rev39 W4: the words above as true now, a price of the SKU having gone since
+    # without the strikethrough price (``ops.quarantine.shown_now``)
+    (
+        r"(?P<b>.+); (?P<t>" + _SUBJECT + r") showed (?P<m>\S+) (?P<a>\S+), the strikethrough "
+        r"price 1C replaced, when this was quarantined; a later price of this SKU went without "
+        r"it, so (?P=t) no longer shows it",
+        N_(
+            "{b*}; {t&} showed {m} {a}, the strikethrough price 1C replaced, when this was "
+            "quarantined; a later price of this SKU went without it, so {t&} no longer shows it"
+        ),
+    ),
     # review words35b item 4: a new old price / discount base quarantined, nothing sent (rev37
     # W1: a cancel never ended it; the older words below stay for the rows that carry them)
     (

@@ -1052,3 +1052,61 @@ def test_ozon_a_lost_clearing_of_a_refused_lone_old_price_keeps_saying_ozons_ref
         russian = error_words(english, "ru")
         assert code in russian and "разница между ценами" in russian, russian
         assert "strikethrough" not in russian and "answer was lost" not in russian, russian
+
+
+def test_ozon_a_quarantined_old_price_no_longer_says_still_shown_once_a_later_price_went(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 W4: Ozon shows 1000/1400; 1C's lone old price 1020 breaks the gap beside
+    1000 and is quarantined after its grace; its clearing (1000 with old_price "0") is refused
+    (Ozon's category now starts at 1100: ``invalid_category_price``), so its words say Ozon
+    still shows old_price 1400. 1C's next price 1200 then goes with old_price "0": Ozon shows
+    no old price. Before: the report still said "Ozon still shows old_price 1400 … a cancel
+    leaves it shown", words of their time become false. Now the report (English and Russian)
+    says Ozon showed it when this was quarantined and no longer shows it."""
+    from exchange.ops.quarantine import Filters
+    from exchange.report.collect import collect
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.words import error_words
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    said: dict[str, str] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        site.set_category_bounds("SKU-1", Decimal(1100), Decimal(5000))
+        stage(engine, [row("SKU-1", "old", 2, "1020.00")])
+        for _ in range(12):
+            for _ in range(3):
+                await w.cycle()
+            advance(COMPANION_GRACE / 10)
+        await drain(w)
+        said["then"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        site.set_category_bounds("SKU-1", Decimal(1), Decimal(5000))
+        advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "1200.00")])
+        await drain(w)
+
+    run_worker(worker, scenario)
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    assert "still shows old_price 1400" in said["then"], said["then"]
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert pairs[-1] == (1200, 0), pairs
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1200, 0)
+    with transaction(engine, read_only=True) as connection:
+        report = collect(connection, Filters(), clock.now())
+    [entry] = [e for e in report.entries if e.aggregate == "SKU-1/old"]
+    now = entry.last_error or ""
+    assert "still shows" not in now and "a cancel leaves it shown" not in now, now
+    assert "Ozon no longer shows it" in now and "invalid_category_price" in now, now
+    russian = error_words(now, "ru")
+    assert "больше не показывает" in russian and "still" not in russian, russian
+    assert "no longer" not in russian and "invalid_category_price" in russian, russian
