@@ -1110,3 +1110,68 @@ def test_ozon_a_quarantined_old_price_no_longer_says_still_shown_once_a_later_pr
     russian = error_words(now, "ru")
     assert "больше не показывает" in russian and "still" not in russian, russian
     assert "no longer" not in russian and "invalid_category_price" in russian, russian
+
+
+def test_ozon_no_clearing_is_sent_where_ozon_shows_no_old_price_already(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 (Ozon's 10 updates of a product an hour, research §1.3): Ozon shows
+    1000/1400; 1C's 1500 with old price 1510 in one package breaks the gap, so 1500 goes with
+    old_price "0" and 1510 is quarantined. The known prices never hold that "0" (1510 is not
+    delivered); a person retries 1510 later, it breaks the rule again, and its clearing (1500
+    with old_price "0") went to Ozon, which showed exactly that: an identical update, one of
+    the product's ten of the hour. Now Ozon's prices are read first, nothing is sent, and the
+    quarantine says Ozon no longer shows 1400. The retry is a restarted worker's: the first
+    one's memory of what Ozon took hid the identical update."""
+    from exchange.ops import quarantine
+    from exchange.targets.ozon.target import IMPORT_PRICES
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    seen: dict[str, int] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def before(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "1500.00"), row("SKU-1", "old", 2, "1510.00")])
+        await drain(w)
+
+    async def scenario(w: Worker) -> None:
+        advance(700)
+        seen["before"] = site.requests[IMPORT_PRICES]
+        seen["charged"] = len(site.charged("SKU-1"))
+        with transaction(engine, read_only=True) as connection:
+            [refused] = [
+                r["message_id"]
+                for r in quarantine.list_quarantined(connection, quarantine.Filters())
+                if r["aggregate"] == "SKU-1/old"
+            ]
+        with transaction(engine) as connection:
+            quarantine.retry(
+                connection,
+                [refused],
+                quarantine.Filters(),
+                operator="test",
+                note=None,
+                now=clock.now(),
+                dry_run=False,
+            )
+        await drain(w)
+        seen["after"] = site.requests[IMPORT_PRICES]
+        seen["charged after"] = len(site.charged("SKU-1"))
+
+    run_worker(worker, before)
+    # The retry is another worker's (or after a restart): nothing of the first one's memory.
+    run_worker(ozon_worker(db_url, engine, site, tmp_path, clock), scenario)
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert [(1000, 1400), (1500, 0)] == pairs, "never 1510"
+    assert seen["after"] == seen["before"], "no identical update after the retry"
+    assert seen["charged after"] == seen["charged"], "none of the product's hour spent"
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    said = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+    assert "still shows" not in said and "no longer shows 1400" in said, said

@@ -419,8 +419,15 @@ class OzonTarget:
             await self._circle_heard()
             if self._circle_until > self.clock():
                 first = set()
-        shown = await self._shown([i for i in built.items if i.sku in unchanged | first])
-        unchanged &= set(shown)
+        # A clearing (old_price "0" in place of the one 1C replaced) is read first as well:
+        # Ozon may show no old price already (an item sent beside a new price went with "0",
+        # which the known prices never hold: the quarantined old price is not delivered), and
+        # an identical update spends one of the product's 10 an hour (§1.3; review rev39: the
+        # clearing went again where Ozon showed 1500 with no old price).
+        cleared = {c.sku for c in clears}
+        wanted = unchanged | first | cleared
+        shown = await self._shown([i for i in built.items if i.sku in wanted])
+        unchanged = (unchanged | cleared) & set(shown)
         now = self.clock()
         # The channel's first send of a SKU (a channel added, or added again under its name,
         # and seeded): what Ozon shows at exactly its prices is not sent (§1.3: every send
@@ -583,13 +590,22 @@ class OzonTarget:
         if not going:
             return
         tried: dict[str, Classification] = {}
+        # Ozon may show no old price already (review rev39: an earlier "0" that the known
+        # prices never hold, or a clearing whose answer was lost and that landed): read first,
+        # and where it shows the clearing's prices, no identical update is sent (§1.3).
+        read = await self._shown(going)
         for clear in going:
+            if clear.sku in read:
+                note = f"unchanged: Ozon shows {read[clear.sku]} already (read now), not sent"
+                tried.update(spread(clear, Classification(Verdict.DELIVERED, note)))
+        sending = [clear for clear in going if clear.sku not in read]
+        for clear in sending:
             quarantine = then[clear.carried[0].message_id][0]
             self._ruled[clear.sku] = [c for c in RULES if f"{c}:" in quarantine.detail]
         try:
-            await self._send_now(going, now, tried)
+            await self._send_now(sending, now, tried)
         finally:
-            for clear in going:
+            for clear in sending:
                 self._ruled.pop(clear.sku, None)
         for item in going:
             for m in item.carried:
