@@ -1110,6 +1110,11 @@ def test_ozon_a_quarantined_old_price_no_longer_says_still_shown_once_a_later_pr
     russian = error_words(now, "ru")
     assert "больше не показывает" in russian and "still" not in russian, russian
     assert "no longer" not in russian and "invalid_category_price" in russian, russian
+    from exchange.ops.status import biography
+
+    with transaction(engine, read_only=True) as connection:
+        page = biography(connection, entry.message_id)["message"]["last_error"]
+    assert page == now, "the message's page (exchange history, the workbench) says the same"
 
 
 def test_ozon_no_clearing_is_sent_where_ozon_shows_no_old_price_already(
