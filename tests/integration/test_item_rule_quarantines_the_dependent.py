@@ -1196,3 +1196,69 @@ def test_ozon_no_clearing_is_sent_where_ozon_shows_no_old_price_already(
     assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
     said = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
     assert "still shows" not in said and "no longer shows 1400" in said, said
+
+
+def test_ozon_a_lost_clearing_of_a_lone_old_price_says_the_rule_it_broke_while_it_waits(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 W3, the service's own rule: Ozon shows 1000/1400; 1C's lone old price
+    1020 breaks the gap beside 1000 and, its grace over, the clearing (1000 with old_price
+    "0") goes first; it is answered 500 and applied 3 s later. Before: the price read "Ozon:
+    HTTP 500", then "Ozon may still apply the send of old_price 0", the rule it broke said
+    nowhere. Now the rule comes first, then what the clearing is for and its wait (English
+    and Russian); once Ozon shows it, the price is quarantined and says Ozon no longer shows
+    1400, with no second update."""
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon.target import IMPORT_PRICES
+    from exchange.words import error_words
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    said: dict[str, str] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        stage(engine, [row("SKU-1", "old", 2, "1020.00")])
+        for _ in range(10):
+            for _ in range(3):
+                await w.cycle()
+            advance((COMPANION_GRACE - 30) / 10)
+        sent = site.requests[IMPORT_PRICES]
+        site.faults.late_status, site.faults.late_after = 500, 3.0
+        advance(31)
+        for _ in range(3):
+            await w.cycle()
+        site.faults.late_status = None
+        said["clearing"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        advance(31)
+        for _ in range(3):
+            await w.cycle()
+        said["later"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        await asyncio.sleep(3.5)  # the clearing lands at Ozon
+        for _ in range(3):
+            advance(31)
+            await w.cycle()
+        said["imports"] = str(site.requests[IMPORT_PRICES] - sent)
+
+    run_worker(worker, scenario)
+    clearing, later = said["clearing"], said["later"]
+    rule = "the gap between old_price 1020.00 and price 1000.00"
+    assert clearing.startswith(rule) and "HTTP 500" in clearing, clearing
+    assert "so that Ozon no longer shows old_price 1400" in clearing, clearing
+    assert later.startswith(rule) and "whose answer was lost" in later, later
+    for english in (clearing, later):
+        russian = error_words(english, "ru")
+        assert russian.startswith("разница между old_price 1020"), russian
+        assert "strikethrough" not in russian and "answer was lost" not in russian, russian
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    end = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+    assert "no longer shows 1400" in end, end
+    assert "1" == said["imports"], "the clearing once, shown: never sent again"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1000, 0)

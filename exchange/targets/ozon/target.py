@@ -162,6 +162,10 @@ READ_FRESH = 30.0
 # open" (``_first_after_circle``): an import is answered within the client's timeout.
 PROBE_WAIT = 2.0
 
+# The verdicts of a clearing that is not settled yet and goes again (held, its answer lost, a
+# retry): their words say the rule the price it carries broke first (``clearing_waits_words``).
+WAITS = (Verdict.AWAITING, Verdict.TEMPORARY)
+
 ApiKey = Callable[[], str | None]
 log = logging.getLogger(__name__)
 
@@ -479,7 +483,7 @@ class OzonTarget:
         elif going:
             await self._send_now(going, now, answers)
         self._refused_before(built.items, clears, answers)
-        self._cleared(built, clears, answers)
+        await self._cleared(built, clears, answers)
         await self._clear_refused(built.items, clears, answers)
         return [answers[m.message_id] for m in messages]
 
@@ -623,6 +627,8 @@ class OzonTarget:
                         + refused_clearing_words(self.channel, clear, said.detail)
                     )
                     answers[m.message_id] = replace(quarantine, detail=words)
+                elif said.verdict not in WAITS:
+                    answers[m.message_id] = said  # a pause (the key), said as it is
                 else:
                     # Held, or its answer lost (Ozon may still apply it): that wait, with
                     # Ozon's refusal of the price still said first (review rev39 W3: only
@@ -654,7 +660,7 @@ class OzonTarget:
             )
         ]
 
-    def _cleared(
+    async def _cleared(
         self, built: Built, clears: list[Item], answers: dict[str, Classification]
     ) -> None:
         """The verdicts of the prices the clearing items carried (``_clears``): taken by Ozon
@@ -662,10 +668,12 @@ class OzonTarget:
         never delivered: 1C's price never went); refused otherwise (a rule, the offer), the
         quarantine as it was without a clearing, which says Ozon still shows the old price;
         any wait (the hour, "Circle is open", a lost send, a retry) stands, not charged where
-        it says so, and the next try decides again. Taken in a request, the quarantine keeps
-        the send's mark as its receipt (``SentTimes.reserve``): Ozon counted the update in
-        the product's hour, and the database's count of it reads the mark."""
+        it says so, and the next try decides again, its words after the rule the price broke
+        (``_clearing_waits``). Taken in a request, the quarantine keeps the send's mark as its
+        receipt (``SentTimes.reserve``): Ozon counted the update in the product's hour, and
+        the database's count of it reads the mark."""
         then = {m.message_id: t for c, t in built.clears for m in c.carried}
+        waiting: list[Item] = []
         for item in clears:
             for m in item.carried:
                 said = answers[m.message_id]
@@ -681,6 +689,39 @@ class OzonTarget:
                     quarantine = built.answers[m.message_id]
                     why = refused_clearing_words(self.channel, item, said.detail)
                     answers[m.message_id] = replace(quarantine, detail=quarantine.detail + why)
+                elif said.verdict in WAITS and not any(item is w for w in waiting):
+                    waiting.append(item)
+        if waiting:
+            await self._clearing_waits(built, waiting, answers)
+
+    async def _clearing_waits(
+        self, built: Built, items: list[Item], answers: dict[str, Classification]
+    ) -> None:
+        """The waits of clearing items (``_cleared``: held by the hour or "Circle is open",
+        or a lost send's), said after the rule the price they carry broke and what the
+        clearing is for (``clearing_waits_words``), as where Ozon refused it (review rev39 W3:
+        "HTTP 500", then "Ozon may still apply the send of old_price 0", the rule said
+        nowhere). The old price Ozon shows is read from the known prices, as ``build`` read
+        it; unread, the wait's words stand as they are."""
+        try:
+            latest = await asyncio.to_thread(self.known.latest, sorted({i.sku for i in items}))
+        except Exception:  # the service's database: the wait stands as it was said
+            return
+        held: dict[str, list[KnownPrice]] = {}
+        for price in latest:
+            held.setdefault(price.sku, []).append(price)
+        for item in items:
+            shown = shown_dependent(item, self.channel, held.get(item.sku, []))
+            if shown is None:
+                continue
+            still = still_shown_words(self.channel, *shown)
+            for m in item.carried:
+                said = answers[m.message_id]
+                if said.verdict not in WAITS:
+                    continue
+                rule = built.answers[m.message_id].detail.removesuffix(still)
+                words = rule + clearing_waits_words(self.channel, item, *shown, said.detail)
+                answers[m.message_id] = replace(said, detail=words)
 
     async def _send_now(
         self, items: list[Item], now: float, answers: dict[str, Classification]
