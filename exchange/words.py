@@ -2932,6 +2932,26 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
+    # review rev39 W3: the clearing of the strikethrough price 1C replaced held or its answer
+    # lost, said after the marketplace's refusal of the price it carries (first: its wait may
+    # end in any words)
+    (
+        r"(?P<b>.+); the service is sending the price (?P<p>\S+) without a strikethrough price "
+        r"so that (?P<t>" + _SUBJECT + r") no longer shows (?P<m>\S+) (?P<a>\S+), the "
+        r"strikethrough price 1C replaced: (?P<w>.+)",
+        N_(
+            "{b*}; the service is sending the price {p} without a strikethrough price so that "
+            "{t&} no longer shows {m} {a}, the strikethrough price 1C replaced: {w*}"
+        ),
+    ),
+    (
+        r"(?P<b>.+); the service sent the price without a strikethrough price after this "
+        r"refusal: (?P<w>.+)",
+        N_(
+            "{b*}; the service sent the price without a strikethrough price after this "
+            "refusal: {w*}"
+        ),
+    ),
     # review ozwords38 item 4: the clearing of the strikethrough price 1C replaced refused,
     # the marketplace's code and meaning said (first: its refusal may end in any words)
     (
@@ -2961,6 +2981,17 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_(
             "{b*}; {t&} keeps {m} {a}, the one 1C replaced (buyers do not see a minimum price) "
             "until 1C's next price of this type goes"
+        ),
+    ),
+    # review rev39 W4: the words above as true now, a price of the SKU having gone since
+    # without the strikethrough price (``ops.quarantine.shown_now``)
+    (
+        r"(?P<b>.+); (?P<t>" + _SUBJECT + r") showed (?P<m>\S+) (?P<a>\S+), the strikethrough "
+        r"price 1C replaced, when this was quarantined; a later price of this SKU went without "
+        r"it, so (?P=t) no longer shows it",
+        N_(
+            "{b*}; {t&} showed {m} {a}, the strikethrough price 1C replaced, when this was "
+            "quarantined; a later price of this SKU went without it, so {t&} no longer shows it"
         ),
     ),
     # review words35b item 4: a new old price / discount base quarantined, nothing sent (rev37

@@ -11,6 +11,7 @@ done). Showing before acting (dry run unless confirmed) is the caller's choice o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -21,7 +22,7 @@ from sqlalchemy.sql.selectable import Subquery
 
 from exchange.db.engine import is_postgres
 from exchange.db.on_channels import Channel, channel_ids, channel_names, listed
-from exchange.db.schema import channel_aggregates, deliveries, messages
+from exchange.db.schema import aggregates, channel_aggregates, deliveries, messages
 from exchange.domain.policy import KindPolicies
 from exchange.domain.reasons import Reason
 from exchange.domain.states import Event, State
@@ -169,6 +170,59 @@ def _newer_beside(m: Any, *held: State) -> ColumnElement[bool]:
     )
 
 
+def sku_sent_since(m: Any) -> ColumnElement[bool]:
+    """True for a quarantined delivery (a row of ``on_channels.listed``) of a price whose SKU
+    had a price delivered on the same channel after it was quarantined (its ``updated_at``):
+    a marketplace's item of that SKU went since, and it never carries the dependent price 1C
+    replaced by the quarantined one (``targets.marketplace.items``, ``_replaced``: Ozon's
+    old_price "0", Yandex without discountBase), so the strikethrough price the quarantine's
+    words said still shown is shown no more (review rev39 W4: "Ozon still shows old_price 1400
+    … a cancel leaves it shown" stayed after 1C's next price went with old price 0)."""
+    later = deliveries.alias("sku_later")
+    mine = aggregates.alias("sku_mine")
+    theirs = aggregates.alias("sku_theirs")
+    return exists().where(
+        mine.c.id == m.c.aggregate_id,
+        mine.c.kind == "price",
+        theirs.c.sku == mine.c.sku,
+        theirs.c.kind == "price",
+        later.c.aggregate_id == theirs.c.id,
+        later.c.channel_id == m.c.channel_id,
+        later.c.state == State.DELIVERED.value,
+        later.c.updated_at > m.c.updated_at,
+    )
+
+
+# A quarantined dependent price's words of the strikethrough price the marketplace still showed
+# (``targets.marketplace.items.still_shown_words``, both wordings it has had), and what replaces
+# them once a price of its SKU went since (``sku_sent_since``): said of their time, they
+# became false (review rev39 W4).
+_STILL_SHOWN = re.compile(
+    r"; (?P<t>[^;]+?) still shows (?P<m>\S+) (?P<a>\S+), the strikethrough price 1C "
+    r"replaced: buyers see it until (?:1C's next price of this SKU goes without it, or until "
+    r"a retry of this "
+    r"one sends the price without it again and the marketplace takes it; a cancel leaves it "
+    r"shown|this one is retried or cancelled, or until 1C's next price of this SKU goes "
+    r"without it)"
+)
+
+
+def shown_now(last_error: str | None, sent_since: bool) -> str | None:
+    """``last_error`` as true now: where it says the marketplace still shows the strikethrough
+    price 1C replaced and a price of the SKU went since (``sku_sent_since``), it says that
+    price went without it, so the marketplace no longer shows it."""
+    if not last_error or not sent_since:
+        return last_error
+    return _STILL_SHOWN.sub(
+        lambda said: (
+            f"; {said['t']} showed {said['m']} {said['a']}, the strikethrough price 1C "
+            f"replaced, when this was quarantined; a later price of this SKU went without it, "
+            f"so {said['t']} no longer shows it"
+        ),
+        last_error,
+    )
+
+
 class Newer(NamedTuple):
     """What the message's page reads of a quarantined message (``newer_version_sent``)."""
 
@@ -221,6 +275,7 @@ def _base(m: Subquery, state: State = State.QUARANTINED) -> Select[Any]:
         columns.append(newer_sent(m).label("newer_version_sent"))
         columns.append(newer_held(m).label("newer_version_held"))
         columns.append(newer_withheld(m).label("newer_version_withheld"))
+        columns.append(sku_sent_since(m).label("sku_sent_since"))
     return select(m, *columns)
 
 
@@ -280,7 +335,9 @@ def entry(row: Any, names: dict[int, str] | None = None) -> dict[str, Any]:
         "reason": row["reason"],
         "attempts": row["attempts"],
         "last_status": row["last_status"],
-        "last_error": row["last_error"],
+        # Where its words of the marketplace's strikethrough price became false since (a
+        # price of its SKU went without it), as true now (``shown_now``).
+        "last_error": shown_now(row["last_error"], bool(row.get("sku_sent_since"))),
         "source_ref": row["source_ref"],
         "name": row["name"],
         "first_seen": row["taken_at"].isoformat(),

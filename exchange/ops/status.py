@@ -52,6 +52,7 @@ from exchange.errors import ExchangeError, OperatorError
 from exchange.i18n import N_, Lang, _, matching, ngettext, number, percent, pgettext
 from exchange.intake.sources.common import Source
 from exchange.ops.find import held, held_condition, nowhere_facts
+from exchange.ops.quarantine import shown_now, sku_sent_since
 from exchange.ops.waits import Wait, wait_of, waiting_on, waits_said
 from exchange.ops.withheld_behind import behind_counts
 from exchange.queue import control, order
@@ -1228,7 +1229,11 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
     m = listed(ids, homeless=True)  # contract 1: a message no channel took is found too
     removed = removed_at(connection)
     rows = (
-        connection.execute(select(m).where(m.c.message_id == message_id).order_by(m.c.channel_id))
+        connection.execute(
+            select(m, sku_sent_since(m).label("sku_sent_since"))
+            .where(m.c.message_id == message_id)
+            .order_by(m.c.channel_id)
+        )
         .mappings()
         .all()
     )
@@ -1287,7 +1292,12 @@ def biography(connection: Connection, message_id: str, channel: Channel = None) 
             "attempts": row["attempts"],
             "superseded_by": row["superseded_by"],
             "last_status": row["last_status"],
-            "last_error": row["last_error"],
+            # A quarantined strikethrough price said still shown, as true now (review rev39
+            # W4: a price of its SKU went since without it): ``quarantine.shown_now``.
+            "last_error": shown_now(
+                row["last_error"],
+                row["state"] == State.QUARANTINED.value and bool(row["sku_sent_since"]),
+            ),
             "receipt": row["receipt"],
             "source_ref": row["source_ref"],
             "staging_id": row["staging_id"],

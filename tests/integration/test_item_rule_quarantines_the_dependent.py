@@ -984,3 +984,281 @@ def test_ozon_refusing_a_lone_old_price_clears_the_old_price_1c_replaced(
             )
         ).scalar_one()
     assert str(receipt).startswith(SENDING), "the clearing counts in the product's hour (§1.3)"
+
+
+def test_ozon_a_lost_clearing_of_a_refused_lone_old_price_keeps_saying_ozons_refusal(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 W3: Ozon shows 1000/1400; 1C's 950, then its lone old price 1000 (a gap
+    exactly at Ozon's 5 %, refused: ``discount_for_average_price_is_too_small``). The clearing
+    (950 with old_price "0") is answered 500 and applied a moment later (a gateway's, the
+    simulator's ``late_status``). Before: the price read "HTTP 500", then "Ozon may still
+    apply the send of old_price 0" for ten minutes, and Ozon's refusal of 1000 was said
+    nowhere. Now its words, in English and Russian, say the refusal (Ozon's code) first,
+    then the clearing's wait, at the clearing's try and at the next tries. Past the lost
+    send's hold the pair goes again and Ozon refuses it again: Ozon shows no old price, read
+    first, so no clearing goes again (before: an identical update of the product's hour)."""
+    from exchange.targets.ozon.target import IMPORT_PRICES, LOST_HOLD
+    from exchange.words import error_words
+
+    site.switches.gap_boundary = "refused"
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    plain = site.import_prices
+    lost: list[bool] = []
+
+    def import_prices(items: list[Any]) -> list[dict[str, Any]]:
+        results = plain(items)
+        for item in items:
+            old = item.given.get("old_price")
+            if old == Decimal(1000) and not lost:
+                # The lone old price refused: the clearing that follows (once) is answered
+                # 500 and applied 0.3 s later.
+                lost.append(True)
+                site.faults.late_status, site.faults.late_after = 500, 0.3
+            elif old == 0 and site.faults.late_status is not None:
+                site.faults.late_status = None
+        return results
+
+    site.import_prices = import_prices  # type: ignore[method-assign]
+    said: dict[str, str] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "950.00")])
+        await drain(w)
+        advance(5)
+        stage(engine, [row("SKU-1", "old", 2, "1000.00")])
+        for _ in range(3):  # not idle: the price waits for the clearing's fate
+            await w.cycle()
+        said["clearing"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        await asyncio.sleep(1.0)  # the clearing lands at Ozon
+        for _ in range(4):
+            advance(31)
+            await w.cycle()
+        said["later"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        # Past LOST_HOLD the pair goes again and Ozon refuses it again: Ozon shows 950 with no
+        # old price (the clearing landed), so no clearing goes again (review rev39, 3).
+        sent = site.requests[IMPORT_PRICES]
+        advance(LOST_HOLD)
+        for _ in range(3):
+            await w.cycle()
+        said["imports"] = str(site.requests[IMPORT_PRICES] - sent)
+        said["end"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+
+    run_worker(worker, scenario)
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert (950, 0) in pairs, pairs
+    assert ("quarantined", "channel-rule") == states(engine)[("SKU-1/old", 2)]
+    assert "1" == said["imports"], "the pair again, never an identical clearing after it"
+    assert "no longer shows 1400" in said["end"], said["end"]
+    code = "discount_for_average_price_is_too_small"
+    clearing, later = said["clearing"], said["later"]
+    assert code in clearing and "HTTP 500" in clearing, clearing
+    assert "so that Ozon no longer shows old_price 1400" in clearing, clearing
+    assert code in later and "the service sent the price without a strikethrough price" in later
+    assert "whose answer was lost" in later, later
+    for english in (clearing, later):
+        russian = error_words(english, "ru")
+        assert code in russian and "разница между ценами" in russian, russian
+        assert "strikethrough" not in russian and "answer was lost" not in russian, russian
+
+
+def test_ozon_a_quarantined_old_price_no_longer_says_still_shown_once_a_later_price_went(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 W4: Ozon shows 1000/1400; 1C's lone old price 1020 breaks the gap beside
+    1000 and is quarantined after its grace; its clearing (1000 with old_price "0") is refused
+    (Ozon's category now starts at 1100: ``invalid_category_price``), so its words say Ozon
+    still shows old_price 1400. 1C's next price 1200 then goes with old_price "0": Ozon shows
+    no old price. Before: the report still said "Ozon still shows old_price 1400 … a cancel
+    leaves it shown", words of their time become false. Now the report (English and Russian)
+    says Ozon showed it when this was quarantined and no longer shows it."""
+    from exchange.ops.quarantine import Filters
+    from exchange.report.collect import collect
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.words import error_words
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    said: dict[str, str] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        site.set_category_bounds("SKU-1", Decimal(1100), Decimal(5000))
+        stage(engine, [row("SKU-1", "old", 2, "1020.00")])
+        for _ in range(12):
+            for _ in range(3):
+                await w.cycle()
+            advance(COMPANION_GRACE / 10)
+        await drain(w)
+        said["then"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        site.set_category_bounds("SKU-1", Decimal(1), Decimal(5000))
+        advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "1200.00")])
+        await drain(w)
+
+    run_worker(worker, scenario)
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    assert "still shows old_price 1400" in said["then"], said["then"]
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert pairs[-1] == (1200, 0), pairs
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1200, 0)
+    with transaction(engine, read_only=True) as connection:
+        report = collect(connection, Filters(), clock.now())
+    [entry] = [e for e in report.entries if e.aggregate == "SKU-1/old"]
+    now = entry.last_error or ""
+    assert "still shows" not in now and "a cancel leaves it shown" not in now, now
+    assert "Ozon no longer shows it" in now and "invalid_category_price" in now, now
+    russian = error_words(now, "ru")
+    assert "больше не показывает" in russian and "still" not in russian, russian
+    assert "no longer" not in russian and "invalid_category_price" in russian, russian
+    from exchange.ops.status import biography
+
+    with transaction(engine, read_only=True) as connection:
+        page = biography(connection, entry.message_id)["message"]["last_error"]
+    assert page == now, "the message's page (exchange history, the workbench) says the same"
+
+
+def test_ozon_no_clearing_is_sent_where_ozon_shows_no_old_price_already(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 (Ozon's 10 updates of a product an hour, research §1.3): Ozon shows
+    1000/1400; 1C's 1500 with old price 1510 in one package breaks the gap, so 1500 goes with
+    old_price "0" and 1510 is quarantined. The known prices never hold that "0" (1510 is not
+    delivered); a person retries 1510 later, it breaks the rule again, and its clearing (1500
+    with old_price "0") went to Ozon, which showed exactly that: an identical update, one of
+    the product's ten of the hour. Now Ozon's prices are read first, nothing is sent, and the
+    quarantine says Ozon no longer shows 1400. The retry is a restarted worker's: the first
+    one's memory of what Ozon took hid the identical update."""
+    from exchange.ops import quarantine
+    from exchange.targets.ozon.target import IMPORT_PRICES
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    seen: dict[str, int] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def before(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        stage(engine, [row("SKU-1", "retail", 2, "1500.00"), row("SKU-1", "old", 2, "1510.00")])
+        await drain(w)
+
+    async def scenario(w: Worker) -> None:
+        advance(700)
+        seen["before"] = site.requests[IMPORT_PRICES]
+        seen["charged"] = len(site.charged("SKU-1"))
+        with transaction(engine, read_only=True) as connection:
+            [refused] = [
+                r["message_id"]
+                for r in quarantine.list_quarantined(connection, quarantine.Filters())
+                if r["aggregate"] == "SKU-1/old"
+            ]
+        with transaction(engine) as connection:
+            quarantine.retry(
+                connection,
+                [refused],
+                quarantine.Filters(),
+                operator="test",
+                note=None,
+                now=clock.now(),
+                dry_run=False,
+            )
+        await drain(w)
+        seen["after"] = site.requests[IMPORT_PRICES]
+        seen["charged after"] = len(site.charged("SKU-1"))
+
+    run_worker(worker, before)
+    # The retry is another worker's (or after a restart): nothing of the first one's memory.
+    run_worker(ozon_worker(db_url, engine, site, tmp_path, clock), scenario)
+    pairs = [(u.get("price"), u.get("old_price")) for u in site.updates("SKU-1")]
+    assert [(1000, 1400), (1500, 0)] == pairs, "never 1510"
+    assert seen["after"] == seen["before"], "no identical update after the retry"
+    assert seen["charged after"] == seen["charged"], "none of the product's hour spent"
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    said = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+    assert "still shows" not in said and "no longer shows 1400" in said, said
+
+
+def test_ozon_a_lost_clearing_of_a_lone_old_price_says_the_rule_it_broke_while_it_waits(
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+) -> None:
+    """Review rev39 W3, the service's own rule: Ozon shows 1000/1400; 1C's lone old price
+    1020 breaks the gap beside 1000 and, its grace over, the clearing (1000 with old_price
+    "0") goes first; it is answered 500 and applied 3 s later. Before: the price read "Ozon:
+    HTTP 500", then "Ozon may still apply the send of old_price 0", the rule it broke said
+    nowhere. Now the rule comes first, then what the clearing is for and its wait (English
+    and Russian); once Ozon shows it, the price is quarantined and says Ozon no longer shows
+    1400, with no second update."""
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon.target import IMPORT_PRICES
+    from exchange.words import error_words
+
+    clock = FakeClock()
+    worker = ozon_worker(db_url, engine, site, tmp_path, clock)
+    said: dict[str, str] = {}
+
+    def advance(seconds: float) -> None:
+        clock.advance(seconds)
+        site.clock.advance(seconds)
+
+    async def scenario(w: Worker) -> None:
+        stage(engine, [row("SKU-1", "retail", 1, "1000.00"), row("SKU-1", "old", 1, "1400.00")])
+        await drain(w)
+        advance(60)
+        stage(engine, [row("SKU-1", "old", 2, "1020.00")])
+        for _ in range(10):
+            for _ in range(3):
+                await w.cycle()
+            advance((COMPANION_GRACE - 30) / 10)
+        sent = site.requests[IMPORT_PRICES]
+        site.faults.late_status, site.faults.late_after = 500, 3.0
+        advance(31)
+        for _ in range(3):
+            await w.cycle()
+        site.faults.late_status = None
+        said["clearing"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        advance(31)
+        for _ in range(3):
+            await w.cycle()
+        said["later"] = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+        await asyncio.sleep(3.5)  # the clearing lands at Ozon
+        for _ in range(3):
+            advance(31)
+            await w.cycle()
+        said["imports"] = str(site.requests[IMPORT_PRICES] - sent)
+
+    run_worker(worker, scenario)
+    clearing, later = said["clearing"], said["later"]
+    rule = "the gap between old_price 1020.00 and price 1000.00"
+    assert clearing.startswith(rule) and "HTTP 500" in clearing, clearing
+    assert "so that Ozon no longer shows old_price 1400" in clearing, clearing
+    assert later.startswith(rule) and "whose answer was lost" in later, later
+    for english in (clearing, later):
+        russian = error_words(english, "ru")
+        assert russian.startswith("разница между old_price 1020"), russian
+        assert "strikethrough" not in russian and "answer was lost" not in russian, russian
+    assert ("quarantined", "invalid-for-channel") == states(engine)[("SKU-1/old", 2)]
+    end = attempts_and_errors(engine)[("SKU-1/old", 2)][1] or ""
+    assert "no longer shows 1400" in end, end
+    assert "1" == said["imports"], "the clearing once, shown: never sent again"
+    product = site.product("SKU-1")
+    assert product is not None and (product.price, product.old_price) == (1000, 0)

@@ -445,6 +445,33 @@ def cleared_words(channel: Channel, clear: Item, mapped: str, amount: Decimal) -
     )
 
 
+def clearing_waits_words(
+    channel: Channel, clear: Item, mapped: str, amount: Decimal, wait: str
+) -> str:
+    """The clearing of ``clear`` not settled yet (held by a limit, or its answer lost: the
+    marketplace may still apply it), said after the marketplace's refusal of the price it
+    carried (review rev39 W3: only the wait was said, "HTTP 500", then "Ozon may still apply
+    the send of old_price 0", and nothing told the seller that Ozon had refused the old
+    price, nor why): what the clearing is for, and its ``wait`` in its own words."""
+    own = [a for f, a in clear.prices.items() if f not in channel.dependent]
+    price = text(own[0]) if own else "?"
+    return (
+        f"; the service is sending the price {price} without a strikethrough price so that "
+        f"{channel.said} no longer shows {mapped} {text(amount)}, the strikethrough price 1C "
+        f"replaced: {wait}"
+    )
+
+
+def refused_before_words(refusal: str, wait: str) -> str:
+    """A later try's ``wait`` of a price the marketplace refused by its rule (``refusal``: its
+    code and meaning) while the send without its strikethrough price, carrying it, is not
+    settled (``clearing_waits_words``; review rev39 W3): the refusal still said first."""
+    return (
+        f"{refusal}; the service sent the price without a strikethrough price after "
+        f"this refusal: {wait}"
+    )
+
+
 def refused_clearing_words(channel: Channel, clear: Item, refusal: str) -> str:
     """The marketplace's refusal (its code and meaning, ``refusal``) of the clearing of
     ``clear``, said on the quarantine of the price it carried (review ozwords38 item 4: the

@@ -36,6 +36,10 @@ SENDING = "ozon-sending:"
 # deliveries, so that the product's next send waits until Ozon shows those prices, whichever
 # worker sends it (``marketplace.late``; target.py ``_late``).
 LOST = "ozon-lost:"
+# Beside a lost send's word, where that send cleared the old price of a price Ozon refused by
+# its rule (target.py ``_clear_refused``): ``ozon-ruled:<code>,...``, Ozon's codes of that
+# refusal, so that the price's later waits still say it (review rev39 W3).
+RULED = "ozon-ruled:"
 
 
 def sending_receipt(at: float) -> str:

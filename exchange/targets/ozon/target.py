@@ -74,9 +74,11 @@ from exchange.targets.marketplace.items import (
     by_sku,
     cleared_words,
     clearing,
+    clearing_waits_words,
     gather,
     invalid,
     pair_words,
+    refused_before_words,
     refused_clearing_words,
     shown_dependent,
     sku_of,
@@ -89,6 +91,7 @@ from exchange.targets.ozon.answers import (
     CIRCLE,
     CIRCLE_SECONDS,
     KEY_PAUSES,
+    RULES,
     circle_held,
     circle_in,
     item_answer,
@@ -99,6 +102,7 @@ from exchange.targets.ozon.hours import (
     LOST,
     NO_SENT_TIMES,
     REFUSED,
+    RULED,
     SENDING,
     ProductHours,
     SentTimes,
@@ -157,6 +161,10 @@ READ_FRESH = 30.0
 # Seconds a request waits, held, while another worker's request goes first after "Circle is
 # open" (``_first_after_circle``): an import is answered within the client's timeout.
 PROBE_WAIT = 2.0
+
+# The verdicts of a clearing that is not settled yet and goes again (held, its answer lost, a
+# retry): their words say the rule the price it carries broke first (``clearing_waits_words``).
+WAITS = (Verdict.AWAITING, Verdict.TEMPORARY)
 
 ApiKey = Callable[[], str | None]
 log = logging.getLogger(__name__)
@@ -363,6 +371,9 @@ class OzonTarget:
         # SKU -> its lost send's word (``late.token``), without a database (``sent``) only:
         # with one, the deliveries' receipts hold it for every worker (``SentTimes.lost``).
         self._lost_here: dict[str, str] = {}
+        # SKU -> Ozon's codes of its refusal of the price its clearing carries, while that
+        # clearing is being sent (``_clear_refused``; ``_lose`` keeps them with a lost send).
+        self._ruled: dict[str, list[str]] = {}
 
     def pace_with(self, pacer: Pacer) -> None:
         self._pacer = pacer
@@ -412,8 +423,15 @@ class OzonTarget:
             await self._circle_heard()
             if self._circle_until > self.clock():
                 first = set()
-        shown = await self._shown([i for i in built.items if i.sku in unchanged | first])
-        unchanged &= set(shown)
+        # A clearing (old_price "0" in place of the one 1C replaced) is read first as well:
+        # Ozon may show no old price already (an item sent beside a new price went with "0",
+        # which the known prices never hold: the quarantined old price is not delivered), and
+        # an identical update spends one of the product's 10 an hour (§1.3; review rev39: the
+        # clearing went again where Ozon showed 1500 with no old price).
+        cleared = {c.sku for c in clears}
+        wanted = unchanged | first | cleared
+        shown = await self._shown([i for i in built.items if i.sku in wanted])
+        unchanged = (unchanged | cleared) & set(shown)
         now = self.clock()
         # The channel's first send of a SKU (a channel added, or added again under its name,
         # and seeded): what Ozon shows at exactly its prices is not sent (§1.3: every send
@@ -464,9 +482,40 @@ class OzonTarget:
             await self._first_after_circle(going, now, answers)
         elif going:
             await self._send_now(going, now, answers)
-        self._cleared(built, clears, answers)
+        self._refused_before(built.items, clears, answers)
+        await self._cleared(built, clears, answers)
         await self._clear_refused(built.items, clears, answers)
         return [answers[m.message_id] for m in messages]
+
+    @staticmethod
+    def _refused_before(
+        items: list[Item], clears: list[Item], answers: dict[str, Classification]
+    ) -> None:
+        """The waits (``AWAITING``) of a price Ozon refused by its rule whose clearing's
+        answer was lost (``_clear_refused``, ``_lose``: the refusal's codes kept beside the
+        lost send, ``RULED``): the next tries wait for that send (``_late``) or the product's
+        hour, and their words still say Ozon's refusal, its code and meaning, first (review
+        rev39 W3: "Ozon may still apply the send of old_price 0" for ten minutes, the refusal
+        said nowhere)."""
+        for item in items:
+            if any(item is c for c in clears):
+                continue
+            codes = {
+                code
+                for m in item.carried
+                for word in (m.receipt or "").split()
+                if word.startswith(RULED)
+                for code in word[len(RULED) :].split(",")
+                if code in RULES
+            }
+            if not codes:
+                continue
+            refusal = "Ozon: " + "; ".join(f"{c}: {RULES[c]}" for c in sorted(codes))
+            for m in item.carried:
+                said = answers.get(m.message_id)
+                if said is not None and said.verdict is Verdict.AWAITING:
+                    words = refused_before_words(refusal, said.detail)
+                    answers[m.message_id] = replace(said, detail=words)
 
     async def _clear_refused(
         self, items: list[Item], clears: list[Item], answers: dict[str, Classification]
@@ -526,19 +575,42 @@ class OzonTarget:
             for m in item.carried:
                 then[m.message_id] = (answers[m.message_id], clear, shown)
             free = self.hours.free_at(item.sku, now)
+            wait: Classification | None = None
             if free is not None:
                 after = self.hours.by_refusal(item.sku, free)
-                answers.update(spread(item, self._held(free - now, after_refusal=after)))
-                continue
-            if self._circle_until > now:
+                wait = self._held(free - now, after_refusal=after)
+            elif self._circle_until > now:
                 blocked = 'held: Ozon answered "Circle is open" (the prices method is blocked)'
-                answers.update(spread(item, circle_held(blocked, self._circle_until - now)))
+                wait = circle_held(blocked, self._circle_until - now)
+            if wait is not None:
+                # Ozon's refusal of the price still said first (review rev39 W3).
+                for m in item.carried:
+                    words = answers[m.message_id].detail + clearing_waits_words(
+                        self.channel, clear, *shown, wait.detail
+                    )
+                    answers[m.message_id] = replace(wait, detail=words)
                 continue
             going.append(clear)
         if not going:
             return
         tried: dict[str, Classification] = {}
-        await self._send_now(going, now, tried)
+        # Ozon may show no old price already (review rev39: an earlier "0" that the known
+        # prices never hold, or a clearing whose answer was lost and that landed): read first,
+        # and where it shows the clearing's prices, no identical update is sent (§1.3).
+        read = await self._shown(going)
+        for clear in going:
+            if clear.sku in read:
+                note = f"unchanged: Ozon shows {read[clear.sku]} already (read now), not sent"
+                tried.update(spread(clear, Classification(Verdict.DELIVERED, note)))
+        sending = [clear for clear in going if clear.sku not in read]
+        for clear in sending:
+            quarantine = then[clear.carried[0].message_id][0]
+            self._ruled[clear.sku] = [c for c in RULES if f"{c}:" in quarantine.detail]
+        try:
+            await self._send_now(sending, now, tried)
+        finally:
+            for clear in sending:
+                self._ruled.pop(clear.sku, None)
         for item in going:
             for m in item.carried:
                 said = tried.get(m.message_id)
@@ -555,8 +627,16 @@ class OzonTarget:
                         + refused_clearing_words(self.channel, clear, said.detail)
                     )
                     answers[m.message_id] = replace(quarantine, detail=words)
+                elif said.verdict not in WAITS:
+                    answers[m.message_id] = said  # a pause (the key), said as it is
                 else:
-                    answers[m.message_id] = said
+                    # Held, or its answer lost (Ozon may still apply it): that wait, with
+                    # Ozon's refusal of the price still said first (review rev39 W3: only
+                    # "HTTP 500" was said, and nowhere that Ozon had refused the old price).
+                    words = quarantine.detail + clearing_waits_words(
+                        self.channel, clear, *shown, said.detail
+                    )
+                    answers[m.message_id] = replace(said, detail=words)
 
     @staticmethod
     def _clears(built: Built, answers: dict[str, Classification]) -> list[Item]:
@@ -580,7 +660,7 @@ class OzonTarget:
             )
         ]
 
-    def _cleared(
+    async def _cleared(
         self, built: Built, clears: list[Item], answers: dict[str, Classification]
     ) -> None:
         """The verdicts of the prices the clearing items carried (``_clears``): taken by Ozon
@@ -588,10 +668,12 @@ class OzonTarget:
         never delivered: 1C's price never went); refused otherwise (a rule, the offer), the
         quarantine as it was without a clearing, which says Ozon still shows the old price;
         any wait (the hour, "Circle is open", a lost send, a retry) stands, not charged where
-        it says so, and the next try decides again. Taken in a request, the quarantine keeps
-        the send's mark as its receipt (``SentTimes.reserve``): Ozon counted the update in
-        the product's hour, and the database's count of it reads the mark."""
+        it says so, and the next try decides again, its words after the rule the price broke
+        (``_clearing_waits``). Taken in a request, the quarantine keeps the send's mark as its
+        receipt (``SentTimes.reserve``): Ozon counted the update in the product's hour, and
+        the database's count of it reads the mark."""
         then = {m.message_id: t for c, t in built.clears for m in c.carried}
+        waiting: list[Item] = []
         for item in clears:
             for m in item.carried:
                 said = answers[m.message_id]
@@ -607,6 +689,39 @@ class OzonTarget:
                     quarantine = built.answers[m.message_id]
                     why = refused_clearing_words(self.channel, item, said.detail)
                     answers[m.message_id] = replace(quarantine, detail=quarantine.detail + why)
+                elif said.verdict in WAITS and not any(item is w for w in waiting):
+                    waiting.append(item)
+        if waiting:
+            await self._clearing_waits(built, waiting, answers)
+
+    async def _clearing_waits(
+        self, built: Built, items: list[Item], answers: dict[str, Classification]
+    ) -> None:
+        """The waits of clearing items (``_cleared``: held by the hour or "Circle is open",
+        or a lost send's), said after the rule the price they carry broke and what the
+        clearing is for (``clearing_waits_words``), as where Ozon refused it (review rev39 W3:
+        "HTTP 500", then "Ozon may still apply the send of old_price 0", the rule said
+        nowhere). The old price Ozon shows is read from the known prices, as ``build`` read
+        it; unread, the wait's words stand as they are."""
+        try:
+            latest = await asyncio.to_thread(self.known.latest, sorted({i.sku for i in items}))
+        except Exception:  # the service's database: the wait stands as it was said
+            return
+        held: dict[str, list[KnownPrice]] = {}
+        for price in latest:
+            held.setdefault(price.sku, []).append(price)
+        for item in items:
+            shown = shown_dependent(item, self.channel, held.get(item.sku, []))
+            if shown is None:
+                continue
+            still = still_shown_words(self.channel, *shown)
+            for m in item.carried:
+                said = answers[m.message_id]
+                if said.verdict not in WAITS:
+                    continue
+                rule = built.answers[m.message_id].detail.removesuffix(still)
+                words = rule + clearing_waits_words(self.channel, item, *shown, said.detail)
+                answers[m.message_id] = replace(said, detail=words)
 
     async def _send_now(
         self, items: list[Item], now: float, answers: dict[str, Classification]
@@ -872,6 +987,11 @@ class OzonTarget:
         already (a 5xx). Best effort: unwritten, this process's memory keeps them."""
         for item in items:
             word = late.token(LOST, late.LostSend(at, _sets(item)))
+            ruled = self._ruled.get(item.sku)
+            if ruled:
+                # A clearing carrying a price Ozon refused by its rule: the refusal's codes,
+                # so that the later tries' waits still say it (``_refused_before``).
+                word += f" {RULED}{','.join(ruled)}"
             mark = (self._marks if marks is None else marks).get(item.sku)
             if self.sent is NO_SENT_TIMES or mark is None:
                 self._lost_here[item.sku] = word
