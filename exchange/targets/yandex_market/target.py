@@ -80,7 +80,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION, KnownPrice
+from exchange.domain.prices import AWAITING_1C, KnownPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
@@ -663,15 +663,17 @@ class YandexMarketTarget:
             pairs = list(zip(group, remembered, strict=True))
             if all(a is not None for a in remembered):
                 to_read += [(m, a) for m, a in pairs if a]
-            elif any(remembered) and all(
-                a is not None or m.receipt == AWAITS_COMPANION for m, a in pairs
-            ):
-                # A price waiting for 1C's next package (``AWAITS_COMPANION``), taken along by
-                # the claim of an accepted update of its SKU that is due for its read-back: the
-                # accepted one is read back, never sent again (review rev35ym: 1100 went again
-                # about once a second for the 10 minutes its discountBase 1150 waited); the
-                # waiting one is judged beside it, as the known price of its type, and waits
-                # on (or goes, where the pair keeps the rule).
+            elif any(remembered):
+                # A price of the SKU claimed with an accepted update of it that is due for its
+                # read-back: one waiting for 1C's next package (``AWAITS_COMPANION``), or 1C's
+                # next price come before Yandex shows the accepted one. The accepted one is
+                # read back, never sent again (review rev35ym: 1100 went again about once a
+                # second for the 10 minutes its discountBase 1150 waited); the other is judged
+                # beside it, as the known price of its type, as it is once the read-back is
+                # done: it goes, or waits for 1C's next package (review yrace39 R2: 1C's value
+                # 1500, 2 s after its accepted pair 1000/1400, went as new with 1400 again;
+                # 1400 was quarantined "the price went without it", and 1500 beside the
+                # accepted 1400 too, at once).
                 to_read += [(m, a) for m, a in pairs if a]
                 to_send += [m for m, a in pairs if a is None]
                 beside += [k for k in (self._as_known(m) for m, a in pairs if a) if k]
@@ -965,6 +967,13 @@ class YandexMarketTarget:
                 key=lambda a: (a.versions.get(name, 0), a.accepted_at),
             )
             version = best.versions.get(name)
+            if version is not None and version == versions.get(name) and name in fields:
+                # The very version the item carries as known: 1C's own amount, never what
+                # went for it then (review yrace39 R3: 1C's discountBase 1000 beside the value
+                # 1000 went as no discount, ``_no_discount``; 1C's value 800 then went with
+                # that "no discount" in place of 1000, a 20 % discount 1C states, and both
+                # were delivered while Yandex showed 800 without it).
+                continue
             if version is None or version >= versions.get(name, 0):
                 fields[name] = best.fields[name]
                 if version is not None:
