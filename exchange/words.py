@@ -2768,6 +2768,18 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("Yandex Market does not show offer {o}'s price yet; read back in {w} s"),
     ),
     (
+        r"HTTP 400 \((?P<s>.+)\), yet Yandex Market's read-back shows value=(?P<v>\S+) for offer "
+        r"(?P<o>'.*?'), its price quarantine lists nothing, and no earlier update of it may "
+        r"still land: the price Yandex held then changed since \(a held price confirmed in the "
+        r"cabinet, say\); sent again in (?P<w>\S+) s",
+        N_(
+            "HTTP 400 ({s}), yet Yandex Market's read-back shows value={v} for offer {o}, its "
+            "price quarantine lists nothing, and no earlier update of it may still land: the "
+            "price Yandex held then changed since (a held price confirmed in the cabinet, say); "
+            "sent again in {w} s"
+        ),
+    ),
+    (
         r"HTTP 400 \((?P<s>.+)\), read back: offer (?P<o>.+) holds the price as sent already",
         N_("HTTP 400 ({s}), read back: offer {o} holds the price as sent already"),
     ),
