@@ -284,6 +284,10 @@ class _Accepted:
     earlier: list[dict[str, Decimal]] = field(default_factory=list)
     # The verdict once shown as sent (``_Item.then``), kept in the receipt; None: delivered.
     then: Classification | None = None
+    # The words of a 400 that refused this update sent once more without the dependent price
+    # 1C replaced (``_without_replaced``, ``_clearing_refused``): Yandex still shows that
+    # price, and the read-back that delivers this update says so; never sent so again.
+    uncleared: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -701,6 +705,13 @@ class YandexMarketTarget:
             )
             answers_.update(built.answers)
             again = self._without_replaced(along, answers_)
+            clearing = [
+                (m, a, i)
+                for pairs in along
+                for m, a in pairs
+                for i in again
+                if a is not None and m in i.carried
+            ]
             clears = await self._clears(built, answers_)
             await self._said_shown(to_send, answers_)
             to_read = [(m, a) for m, a in to_read if all(m not in i.carried for i in again)]
@@ -723,6 +734,8 @@ class YandexMarketTarget:
                     wave.append(item)
             for wave in waves:
                 answers_.update(await self._update(wave))
+            if clearing:
+                answers_.update(await self._clearing_refused(clearing, answers_))
         if to_read:
             patience = _PATIENCE.set(READ_PATIENCE)
             try:
@@ -791,7 +804,7 @@ class YandexMarketTarget:
                     continue
                 waiting[price.mapped] = max(waiting.get(price.mapped, 0), message.version)
             for message, accepted in pairs:
-                if accepted is None or accepted.refused is not None:
+                if accepted is None or accepted.refused is not None or accepted.uncleared:
                     continue
                 replaced = {
                     f: v
@@ -826,6 +839,67 @@ class YandexMarketTarget:
                         {message.message_id: price.mapped},
                     )
                 )
+        return out
+
+    async def _clearing_refused(
+        self,
+        clearing: list[tuple[OutgoingMessage, _Accepted, shared.Item]],
+        answers_: Mapping[str, Classification],
+    ) -> dict[str, Classification]:
+        """Accepted updates sent once more without the dependent price 1C replaced
+        (``_without_replaced``) whose send a 400 refused: that refusal is of the update
+        without it, never of the price the message carries, which Yandex took with its 200 and
+        may show. Each is read back as its accepted update (``_read_accepted``), delivered once
+        Yandex shows it, and never sent without the replaced price again (``uncleared``): its
+        words say Yandex refused that update and still shows the price 1C replaced (rev39y H1:
+        1000/1400 accepted, 1C's discountBase 1050 broke the rule beside 1000, the value 1000
+        went without 1400 and Yandex answered 400: 1000 was quarantined http-400 "refused"
+        while Yandex showed 1000 with 1400, a discount 1C replaced, and no word said so)."""
+        refused: list[tuple[OutgoingMessage, _Accepted]] = []
+        for message, accepted, item in clearing:
+            said = answers_.get(message.message_id)
+            taken = self._accepted.get(message.message_id)
+            if said is None:
+                continue
+            if said.verdict is Verdict.TERMINAL and said.http_status == 400:
+                words = said.detail
+            elif (
+                said.verdict is Verdict.AWAITING
+                and taken is not None
+                and taken is not accepted
+                and taken.refused is not None
+            ):
+                # Refused in words that may mean Yandex holds it ("already set", ``_took``):
+                # what Yandex holds is the update it took with its 200, read back as it was.
+                words = f"HTTP 400: Yandex Market refused offer {item.offer_id!r}: {taken.refused}"
+            else:
+                continue
+            gone = [
+                f"{name} {number(accepted.fields[name])}"
+                for name in DEPENDENT
+                if accepted.fields.get(name) and not item.prices.get(name)
+            ]
+            accepted.uncleared = answers.uncleared_words(
+                accepted.offer, ", ".join(gone) or "?", words
+            )
+            self._accepted[message.message_id] = accepted
+            refused.append((message, accepted))
+        if not refused:
+            return {}
+        patience = _PATIENCE.set(READ_PATIENCE)
+        try:
+            read = await self._read_accepted(refused)
+        finally:
+            _PATIENCE.reset(patience)
+        out: dict[str, Classification] = {}
+        for message, accepted in refused:
+            said = read[message.message_id]
+            if said.verdict is Verdict.AWAITING:
+                # Its next attempt reads back the update Yandex took (the memory counts only
+                # while the receipt is still the one it is of: ``_remembered``).
+                said = replace(said, detail=said.detail + (accepted.uncleared or ""))
+                said.receipt = accepted.receipt
+            out[message.message_id] = said
         return out
 
     async def _clears(
@@ -2129,7 +2203,8 @@ class YandexMarketTarget:
                 out[m.message_id] = Classification(
                     Verdict.DELIVERED,
                     f"HTTP 200, read back: offer {a.offer!r} shows "
-                    + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items()),
+                    + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items())
+                    + (a.uncleared or ""),
                     http_status=200,
                     receipt=a.offer,
                 )
