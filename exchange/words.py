@@ -1638,6 +1638,19 @@ def inside_words(text: str, lang: Lang) -> str:
 # Each pattern stands beside its English message (N_), as in every table below; the Russian is
 # in the catalog (exchange/locale/ru/LC_MESSAGES/exchange.po, docs/translations.md).
 _DETAILS: tuple[tuple[str, str], ...] = (
+    # Yandex Market's read-back of an accepted update whose send without the discountBase 1C
+    # replaced was refused (targets/yandex_market ``_clearing_refused``): first, so that the
+    # read-back's own words (``shows {f}``) do not take the rest in.
+    (
+        r"(?P<s>.+); Yandex Market refused the update of offer (?P<o>'.*?') without "
+        r"(?P<r>.+?), the strikethrough price 1C replaced \((?P<w>.+)\): buyers see it until "
+        r"1C's next price of this SKU goes without it",
+        N_(
+            "{s*}; Yandex Market refused the update of offer {o} without {r}, the "
+            "strikethrough price 1C replaced ({w*}): buyers see it until 1C's next price of "
+            "this SKU goes without it"
+        ),
+    ),
     # A release Yandex Market refused as a whole (targets/yandex_market ``release_withheld``):
     # its answer said inside the marketplace's name (review 33: English under EXCHANGE_LANG=ru)
     (r"Yandex Market: (?P<d>.+)", N_("Yandex Market: {d*}")),
@@ -2766,6 +2779,18 @@ _DETAILS: tuple[tuple[str, str], ...] = (
     (
         r"Yandex Market does not show offer (?P<o>.+)'s price yet; read back in (?P<w>\S+) s",
         N_("Yandex Market does not show offer {o}'s price yet; read back in {w} s"),
+    ),
+    (
+        r"HTTP 400 \((?P<s>.+)\), yet Yandex Market's read-back shows value=(?P<v>\S+) for offer "
+        r"(?P<o>'.*?'), its price quarantine lists nothing, and no earlier update of it may "
+        r"still land: the price Yandex held then changed since \(a held price confirmed in the "
+        r"cabinet, say\); sent again in (?P<w>\S+) s",
+        N_(
+            "HTTP 400 ({s}), yet Yandex Market's read-back shows value={v} for offer {o}, its "
+            "price quarantine lists nothing, and no earlier update of it may still land: the "
+            "price Yandex held then changed since (a held price confirmed in the cabinet, say); "
+            "sent again in {w} s"
+        ),
     ),
     (
         r"HTTP 400 \((?P<s>.+)\), read back: offer (?P<o>.+) holds the price as sent already",

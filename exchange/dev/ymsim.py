@@ -551,7 +551,8 @@ class YmSimulator(LoopbackServer):
         self._state = threading.RLock()
         # A test's hand in the cabinet at a moment it chooses (a seller's confirmation landing
         # between two of a client's requests, say): told each request's method, once the
-        # request is authenticated and before it is served. Not a behaviour of Yandex's.
+        # request is authenticated and before it is served; an ``ApiError`` it raises is the
+        # answer (an error a test arms for one request). Not a behaviour of Yandex's.
         self.on_request: Callable[[str], None] | None = None
 
     # -- bookkeeping for tests ------------------------------------------------------------------
@@ -850,11 +851,11 @@ class _YmHandler(Handler):
                 )
             if sim.faults.outage is not None:
                 raise ApiError(sim.faults.outage, [("INTERNAL_ERROR", "Internal server error")])
+            if sim.on_request is not None:
+                sim.on_request(method)  # a test's hand: it may answer with an error (ApiError)
         except ApiError as error:
             self.fail(error, {})
             return
-        if sim.on_request is not None:
-            sim.on_request(method)
         with sim._state:
             parallel = sim.switches.parallel
             if sim.in_flight >= parallel:  # §3.3 global parallelism, every method counts

@@ -118,6 +118,18 @@ class ApiError:
     message: str
 
 
+def uncleared_words(offer: str, replaced: str, refusal: str) -> str:
+    """Said after the read-back of an accepted update whose send once more without the
+    dependent price 1C replaced (``replaced``: ``discountBase 1400``) a 400 refused in
+    ``refusal`` (``YandexMarketTarget._clearing_refused``): Yandex still shows that price,
+    a discount 1C no longer gives, until 1C's next price of the SKU goes without it."""
+    return (
+        f"; Yandex Market refused the update of offer {offer!r} without {replaced}, the "
+        f"strikethrough price 1C replaced ({refusal}): buyers see it until 1C's next price of "
+        "this SKU goes without it"
+    )
+
+
 def behind_words(offer: str, value: str, held: str, *, shown: str | None = None) -> str:
     """The wait of ``value``, which Yandex shows for ``offer`` already (a repeat refused "already
     set"), behind ``held`` (``_Listed.said``: the price and its verdicts), the price Yandex's

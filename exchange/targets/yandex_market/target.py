@@ -80,7 +80,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from exchange.domain.prices import AWAITING_1C, AWAITS_COMPANION, KnownPrice
+from exchange.domain.prices import AWAITING_1C, KnownPrice
 from exchange.domain.reasons import Reason
 from exchange.domain.verdicts import Classification, Verdict
 from exchange.errors import ReadBackFailed
@@ -192,6 +192,11 @@ NOT_APPLIED = "ym-not-applied"
 SENT = "ym-sent:"
 # What replaces ``ym-sent:`` on an update a 400 refused (never taken): nothing may land.
 REFUSED = "ym-refused"
+# The receipt of an update refused as a repeat ("already set") while the read-back, read after
+# the list, shows another price and nothing of the channel's may still land: the price Yandex
+# held when it refused changed since (a held one confirmed in the cabinet went live). Its next
+# attempt sends, once: refused the same way again, it is read back as any "already set" is.
+HELD_CHANGED = "ym-held-changed"
 # What replaces ``ym-sent:`` on an update whose request never left (``_unsent``), when the
 # delivery had no receipt before: nothing may land.
 UNSENT = "ym-unsent"
@@ -279,6 +284,10 @@ class _Accepted:
     earlier: list[dict[str, Decimal]] = field(default_factory=list)
     # The verdict once shown as sent (``_Item.then``), kept in the receipt; None: delivered.
     then: Classification | None = None
+    # The words of a 400 that refused this update sent once more without the dependent price
+    # 1C replaced (``_without_replaced``, ``_clearing_refused``): Yandex still shows that
+    # price, and the read-back that delivers this update says so; never sent so again.
+    uncleared: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,15 +672,17 @@ class YandexMarketTarget:
             pairs = list(zip(group, remembered, strict=True))
             if all(a is not None for a in remembered):
                 to_read += [(m, a) for m, a in pairs if a]
-            elif any(remembered) and all(
-                a is not None or m.receipt == AWAITS_COMPANION for m, a in pairs
-            ):
-                # A price waiting for 1C's next package (``AWAITS_COMPANION``), taken along by
-                # the claim of an accepted update of its SKU that is due for its read-back: the
-                # accepted one is read back, never sent again (review rev35ym: 1100 went again
-                # about once a second for the 10 minutes its discountBase 1150 waited); the
-                # waiting one is judged beside it, as the known price of its type, and waits
-                # on (or goes, where the pair keeps the rule).
+            elif any(remembered):
+                # A price of the SKU claimed with an accepted update of it that is due for its
+                # read-back: one waiting for 1C's next package (``AWAITS_COMPANION``), or 1C's
+                # next price come before Yandex shows the accepted one. The accepted one is
+                # read back, never sent again (review rev35ym: 1100 went again about once a
+                # second for the 10 minutes its discountBase 1150 waited); the other is judged
+                # beside it, as the known price of its type, as it is once the read-back is
+                # done: it goes, or waits for 1C's next package (review yrace39 R2: 1C's value
+                # 1500, 2 s after its accepted pair 1000/1400, went as new with 1400 again;
+                # 1400 was quarantined "the price went without it", and 1500 beside the
+                # accepted 1400 too, at once).
                 to_read += [(m, a) for m, a in pairs if a]
                 to_send += [m for m, a in pairs if a is None]
                 beside += [k for k in (self._as_known(m) for m, a in pairs if a) if k]
@@ -694,6 +705,13 @@ class YandexMarketTarget:
             )
             answers_.update(built.answers)
             again = self._without_replaced(along, answers_)
+            clearing = [
+                (m, a, i)
+                for pairs in along
+                for m, a in pairs
+                for i in again
+                if a is not None and m in i.carried
+            ]
             clears = await self._clears(built, answers_)
             await self._said_shown(to_send, answers_)
             to_read = [(m, a) for m, a in to_read if all(m not in i.carried for i in again)]
@@ -716,6 +734,8 @@ class YandexMarketTarget:
                     wave.append(item)
             for wave in waves:
                 answers_.update(await self._update(wave))
+            if clearing:
+                answers_.update(await self._clearing_refused(clearing, answers_))
         if to_read:
             patience = _PATIENCE.set(READ_PATIENCE)
             try:
@@ -784,7 +804,7 @@ class YandexMarketTarget:
                     continue
                 waiting[price.mapped] = max(waiting.get(price.mapped, 0), message.version)
             for message, accepted in pairs:
-                if accepted is None or accepted.refused is not None:
+                if accepted is None or accepted.refused is not None or accepted.uncleared:
                     continue
                 replaced = {
                     f: v
@@ -819,6 +839,67 @@ class YandexMarketTarget:
                         {message.message_id: price.mapped},
                     )
                 )
+        return out
+
+    async def _clearing_refused(
+        self,
+        clearing: list[tuple[OutgoingMessage, _Accepted, shared.Item]],
+        answers_: Mapping[str, Classification],
+    ) -> dict[str, Classification]:
+        """Accepted updates sent once more without the dependent price 1C replaced
+        (``_without_replaced``) whose send a 400 refused: that refusal is of the update
+        without it, never of the price the message carries, which Yandex took with its 200 and
+        may show. Each is read back as its accepted update (``_read_accepted``), delivered once
+        Yandex shows it, and never sent without the replaced price again (``uncleared``): its
+        words say Yandex refused that update and still shows the price 1C replaced (rev39y H1:
+        1000/1400 accepted, 1C's discountBase 1050 broke the rule beside 1000, the value 1000
+        went without 1400 and Yandex answered 400: 1000 was quarantined http-400 "refused"
+        while Yandex showed 1000 with 1400, a discount 1C replaced, and no word said so)."""
+        refused: list[tuple[OutgoingMessage, _Accepted]] = []
+        for message, accepted, item in clearing:
+            said = answers_.get(message.message_id)
+            taken = self._accepted.get(message.message_id)
+            if said is None:
+                continue
+            if said.verdict is Verdict.TERMINAL and said.http_status == 400:
+                words = said.detail
+            elif (
+                said.verdict is Verdict.AWAITING
+                and taken is not None
+                and taken is not accepted
+                and taken.refused is not None
+            ):
+                # Refused in words that may mean Yandex holds it ("already set", ``_took``):
+                # what Yandex holds is the update it took with its 200, read back as it was.
+                words = f"HTTP 400: Yandex Market refused offer {item.offer_id!r}: {taken.refused}"
+            else:
+                continue
+            gone = [
+                f"{name} {number(accepted.fields[name])}"
+                for name in DEPENDENT
+                if accepted.fields.get(name) and not item.prices.get(name)
+            ]
+            accepted.uncleared = answers.uncleared_words(
+                accepted.offer, ", ".join(gone) or "?", words
+            )
+            self._accepted[message.message_id] = accepted
+            refused.append((message, accepted))
+        if not refused:
+            return {}
+        patience = _PATIENCE.set(READ_PATIENCE)
+        try:
+            read = await self._read_accepted(refused)
+        finally:
+            _PATIENCE.reset(patience)
+        out: dict[str, Classification] = {}
+        for message, accepted in refused:
+            said = read[message.message_id]
+            if said.verdict is Verdict.AWAITING:
+                # Its next attempt reads back the update Yandex took (the memory counts only
+                # while the receipt is still the one it is of: ``_remembered``).
+                said = replace(said, detail=said.detail + (accepted.uncleared or ""))
+                said.receipt = accepted.receipt
+            out[message.message_id] = said
         return out
 
     async def _clears(
@@ -965,6 +1046,13 @@ class YandexMarketTarget:
                 key=lambda a: (a.versions.get(name, 0), a.accepted_at),
             )
             version = best.versions.get(name)
+            if version is not None and version == versions.get(name) and name in fields:
+                # The very version the item carries as known: 1C's own amount, never what
+                # went for it then (review yrace39 R3: 1C's discountBase 1000 beside the value
+                # 1000 went as no discount, ``_no_discount``; 1C's value 800 then went with
+                # that "no discount" in place of 1000, a 20 % discount 1C states, and both
+                # were delivered while Yandex showed 800 without it).
+                continue
             if version is None or version >= versions.get(name, 0):
                 fields[name] = best.fields[name]
                 if version is not None:
@@ -1671,6 +1759,8 @@ class YandexMarketTarget:
             ):
                 other_shown.append((item, other))  # the read-back may show a withheld price
         out = self._in_force(in_force, said, looked, other_shown)
+        if not refused_before:
+            out.update(await self._held_changed(other_shown, said, out, looked))
         for item in named:
             words = said[item.offer]
             if item in in_force or all(m.message_id in out for m in item.carried):
@@ -1704,6 +1794,89 @@ class YandexMarketTarget:
                 and not _shows(shown.get(i.offer), i.fields, self.price_types.values())
             ]
         )
+        return out
+
+    async def _held_changed(
+        self,
+        other_shown: Sequence[tuple[_Item, Decimal]],
+        said: Mapping[str, str],
+        decided: Mapping[str, Classification],
+        looked: _Looked,
+    ) -> dict[str, Classification]:
+        """Of items refused "already set" whose read-back shows another value (``_refused``'s
+        ``other_shown``) and that ``_in_force`` left undecided, those whose offer the
+        quarantine list, read before the read-back (``_look_first``), does not list, while no
+        earlier update of their SKU may still land (this worker's memory, ``EarlierSends``):
+        Yandex compared this price with one it held when it refused, and the read-back shows
+        that price changed since, so nothing Yandex holds or will apply carries this one. Each
+        is sent again, uncharged (``AWAITING``, receipt ``HELD_CHANGED``: its next attempt
+        sends), never read back for ``ym_apply_timeout`` and quarantined ``http-400``. The
+        flake of the confirm test in CI's loaded runs (yfix40): 1C's 1000 waited behind the
+        held 300; the look after the seller's confirmation sent 1000 while the confirmed 300
+        was not applied yet, refused as a repeat of the live 1000; 300 went live before the
+        list was read, the list was empty, the read-back showed 300, and 1000 was read back
+        3 s and quarantined, Yandex left at 300. Once only: an item whose message was sent
+        again so (its receipt) and is refused the same way is read back as before (the
+        research does not say what Yandex compares a repeat with, §3.5)."""
+        items = [
+            (item, other)
+            for item, other in other_shown
+            if not any(m.message_id in decided for m in item.carried)
+            and item.offer not in looked.listed
+            and item.offer not in looked.unread
+            and all(m.receipt != HELD_CHANGED for m in item.carried)
+        ]
+        if not items:
+            return {}
+        may_land = await self._may_land([item for item, _ in items])
+        out: dict[str, Classification] = {}
+        wait = self._wait(0)
+        for item, other in items:
+            carried = {m.message_id for m in item.carried}
+            if item.sku in may_land or any(
+                a.offer == item.offer and a.sku in (item.sku, None)
+                for k, a in self._accepted.items()
+                if k not in carried
+            ):
+                continue
+            words = said[item.offer].removeprefix("HTTP 400: ")
+            verdict = Classification(
+                Verdict.AWAITING,
+                f"HTTP 400 ({words}), yet Yandex Market's read-back shows value={number(other)} "
+                f"for offer {item.offer!r}, its price quarantine lists nothing, and no earlier "
+                "update of it may still land: the price Yandex held then changed since (a held "
+                "price confirmed in the cabinet, say); sent again in "
+                f"{shared.seconds_said(wait)} s",
+                http_status=400,
+                again_in=wait,
+                receipt=HELD_CHANGED,
+            )
+            out.update((m.message_id, verdict) for m in item.carried)
+        return out
+
+    async def _may_land(self, items: list[_Item]) -> set[str]:
+        """The SKUs of ``items`` with an earlier update on the channel that may still land
+        (``EarlierSends``, any worker's, sent within ``ym_apply_timeout``), whatever its
+        fields (``_unsettled`` leaves out those equal to the item's: here an equal one is the
+        very one that may make a repeat "already set"). What cannot be read may land."""
+        since = self._now() - timedelta(seconds=self.apply_timeout)
+        skus = sorted({item.sku for item in items})
+        carried = sorted({m.message_id for item in items for m in item.carried})
+        try:
+            found = await asyncio.to_thread(
+                self.earlier.unsettled_since, skus, since, (ACCEPTED, SENT, NOT_APPLIED), carried
+            )
+        except Exception as exc:  # the service's database
+            log.warning(
+                "Yandex Market: the earlier updates could not be read (%s)", type(exc).__name__
+            )
+            return set(skus)
+        out: set[str] = set()
+        for sku, receipts in found.items():
+            for receipt in receipts:
+                sent = _from_receipt(receipt, SENT) or _from_receipt(receipt)
+                if sent is None or sent[2] >= since:  # unknown, or sent within the timeout
+                    out.add(sku)
         return out
 
     async def _held_already(
@@ -2030,7 +2203,8 @@ class YandexMarketTarget:
                 out[m.message_id] = Classification(
                     Verdict.DELIVERED,
                     f"HTTP 200, read back: offer {a.offer!r} shows "
-                    + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items()),
+                    + ", ".join(f"{k}={number(v)}" for k, v in a.fields.items())
+                    + (a.uncleared or ""),
                     http_status=200,
                     receipt=a.offer,
                 )
