@@ -318,6 +318,7 @@ class OzonTarget:
             sku_source=sku_source,
             rounding=rounding,
             dependent=DEPENDENT,
+            struck=frozenset({"old_price"}),
             called=channel_said or "Ozon",
         )
         self.known, self.delivered, self.articles = known, delivered, articles

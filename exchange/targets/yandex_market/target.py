@@ -478,6 +478,7 @@ class YandexMarketTarget:
             sku_source=sku_source,
             rounding=rounding,
             dependent=DEPENDENT,
+            struck=frozenset({"discountBase"}),
             called=channel_said or "Yandex Market",
         )
         self.currency_id = RUR if currency == "RUB" else currency
