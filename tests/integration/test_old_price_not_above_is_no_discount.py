@@ -15,7 +15,8 @@ Yandex Market without discountBase) and is never held back by it.
   price instead of being quarantined with the marketplace left at 1000.
 
 The simulators judge the outcome (research §1.1: Ozon's old_price "0" is none; §3.1: Yandex
-erases a discount an update does not carry), on SQLite and PostgreSQL."""
+erases a discount an update does not carry), on SQLite and PostgreSQL. ``exchange verify`` then
+finds no difference: the old price 1C states is not above the price, and none shown is it."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from exchange import app as bootstrap
 from exchange.dev.ozonsim import OzonSimulator
 from exchange.dev.testing import drain, run_worker, stage
 from exchange.dev.ymsim import YmSimulator
+from exchange.ops.verify import latest_delivered, verify
 from exchange.targets.marketplace import items
 from exchange.worker import Worker
 
@@ -75,6 +77,7 @@ def test_ozon_a_raised_price_above_the_old_one_goes_without_it_once_1cs_next_pac
             await w.cycle()
             advance(60)
         await drain(w)
+        seen["differ"] = await _differing(w, engine)
 
     run_worker(worker, scenario)
     assert seen["waiting"] == ("delayed", None), "waits for 1C's next package first"
@@ -85,6 +88,18 @@ def test_ozon_a_raised_price_above_the_old_one_goes_without_it_once_1cs_next_pac
     assert (product.price, product.old_price) == (Decimal(1500), Decimal(0)), "no old price"
     pairs = [(u.get("price"), u.get("old_price")) for u in ozon.updates("SKU-1")]
     assert pairs == [(1000, 1200), (1500, 0)], pairs
+    assert seen["differ"] == [], "verify: an old price not above the price is no discount"
+
+
+async def _differing(w: Worker, engine: Engine) -> list[tuple[str, object, object]]:
+    """What ``exchange verify`` finds differing on the channel (field, sent, held)."""
+    checked = await verify(
+        w.loop.target,  # type: ignore[arg-type]
+        latest_delivered(engine),
+        channel="the channel",
+        not_delivered=[],
+    )
+    return [(h.where, h.sent, h.held) for h in checked.differing]
 
 
 async def _cycles(worker: Worker, seconds: float) -> None:
@@ -125,6 +140,7 @@ def test_yandex_a_price_raised_after_1c_ended_the_discount_goes_at_once_without_
     # The wait for 1C's next package far longer than the test: a price held by it fails here.
     monkeypatch.setattr(items, "COMPANION_GRACE", 600.0)
     worker = _ym_worker(db_url, engine, ym, tmp_path)
+    seen: dict[str, object] = {}
 
     async def scenario(w: Worker) -> None:
         stage(engine, [row("Y-1", "retail", 1, "1000"), row("Y-1", "old", 1, "1400")])
@@ -135,10 +151,12 @@ def test_yandex_a_price_raised_after_1c_ended_the_discount_goes_at_once_without_
         assert ended is not None and (ended.value, ended.discount_base) == (Decimal(1000), None)
         stage(engine, [row("Y-1", "retail", 2, "1500")])
         await _until_delivered(w, engine, ("Y-1/retail", 2))
+        seen["differ"] = await _differing(w, engine)
 
     run_worker(worker, scenario)
     live = ym.live("Y-1")
     assert live is not None and (live.value, live.discount_base) == (Decimal(1500), None), live
+    assert seen["differ"] == [], "verify: an old price not above the price is no discount"
 
 
 def test_yandex_a_raised_price_above_the_old_one_goes_without_it_once_the_wait_for_1c_is_over(
@@ -159,9 +177,11 @@ def test_yandex_a_raised_price_above_the_old_one_goes_without_it_once_the_wait_f
         await _cycles(w, 1.5)
         seen["waiting"] = states(engine)[("Y-1/retail", 2)]
         await _until_delivered(w, engine, ("Y-1/retail", 2))
+        seen["differ"] = await _differing(w, engine)
 
     run_worker(worker, scenario)
     assert seen["waiting"] == ("delayed", None), "waits for 1C's next package first"
     live = ym.live("Y-1")
     assert live is not None and (live.value, live.discount_base) == (Decimal(1500), None), live
     assert states(engine)[("Y-1/old", 1)] == ("delivered", None)
+    assert seen["differ"] == [], "verify: an old price not above the price is no discount"

@@ -777,6 +777,12 @@ class OzonTarget:
             shown = _money(entry, field)
             if shown is None and sent == 0:
                 shown = sent  # 1C's old price 0 cleared Ozon's (§1.1): none is what it sent
+            elif shown is None and sent is not None and field in self.channel.struck:
+                live = _money(entry, "price")
+                if live is not None and sent <= live:
+                    # An old price not above the price is no discount (``items._no_discount``:
+                    # the price went with old_price "0"): none shown is what 1C states.
+                    shown = sent
             held.append(HeldPrice(message.message_id, sku, field, sent, shown, True))
         return held
 
