@@ -699,6 +699,7 @@ def test_an_old_price_not_above_the_new_price_is_no_discount_only_a_too_close_on
     from datetime import timedelta
 
     from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.words import detail_words
 
     def rule(item: Item) -> str | None:
         old_price, price_ = item.prices.get("old_price", Decimal(0)), item.prices["price"]
@@ -717,11 +718,18 @@ def test_an_old_price_not_above_the_new_price_is_no_discount_only_a_too_close_on
     discount = (known("A", "retail", "1000"), known("A", "old", "1200"))
     items_, answer = built(30, *discount)
     assert items_ == [] and answer is not None and answer.verdict == Verdict.AWAITING
+    # The wait says what comes after it: the price goes without the old price, in Russian too.
+    assert "goes without old_price 570 s from now if 1C sends none" in answer.detail, answer
+    assert "quarantined" not in answer.detail, answer.detail
+    russian = detail_words(answer.detail)
+    assert "через 9 мин 30 с цена уйдёт без old_price" in russian, russian
     items_, answer = built(COMPANION_GRACE + 1, *discount)
     assert items_ == [{"price": Decimal(1500), "old_price": Decimal(0)}] and answer is None
     ended = (known("A", "retail", "1000"), known("A", "old", "1000", 2))
     items_, answer = built(30, *ended)
     assert items_ == [{"price": Decimal(1500), "old_price": Decimal(0)}] and answer is None
     close = (known("A", "retail", "1000"), known("A", "old", "1510"))
+    items_, answer = built(30, *close)
+    assert answer is not None and "quarantined if it still breaks the rule" in answer.detail
     items_, answer = built(COMPANION_GRACE + 1, *close)
     assert items_ == [] and answer is not None and answer.reason == Reason.INVALID_FOR_CHANNEL

@@ -371,7 +371,13 @@ def build(
             elif no_discount is not None:
                 ready.append(no_discount)
             elif grace is not None:
-                answers.update(spread(item, _waits_for_1c(channel, broken, grace, most)))
+                # Once the grace is over, an old price not above the price is no discount: the
+                # wait's words say what comes then (review rev39y H2).
+                then = _no_discount(item, channel, held.get(sku, ()), rule, ended_only=False)
+                without = sorted(channel.struck & set(item.prices) - item.new) if then else []
+                answers.update(
+                    spread(item, _waits_for_1c(channel, broken, grace, most, without=without))
+                )
             else:
                 quarantine = invalid(broken)
                 if rule(_only_new(item)) is None:
@@ -844,14 +850,23 @@ def seconds_said(seconds: float) -> str:
     return str(max(1, math.ceil(seconds)))
 
 
-def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Classification:
+def _waits_for_1c(
+    channel: Channel, broken: str, left: float, most: float, *, without: Sequence[str] = ()
+) -> Classification:
+    """``without``: the old prices (``Channel.struck``) the price goes without when the wait is
+    over (``_no_discount``: not above it, no discount), said instead of the quarantine."""
     wait = max(min(1.0, most), min(most, left))
+    then = (
+        f"goes without {' and '.join(without)} {left:.0f} s from now if 1C sends none by then "
+        "(an old price not above the price is no discount)"
+        if without
+        else f"quarantined if it still breaks the rule {left:.0f} s from now"
+    )
     return Classification(
         Verdict.AWAITING,
         f"alone beside the other known prices of its SKU it breaks a rule of {channel.said} "
         f"({broken}); 1C may send the other price type in its next package: looked at again "
-        f"in {seconds_said(wait)} s, quarantined if it still breaks the rule {left:.0f} s from "
-        "now, not charged",
+        f"in {seconds_said(wait)} s, {then}, not charged",
         again_in=wait,
         error_class=AWAITING_1C,  # a wait on 1C, not on the marketplace (ops.waits)
         receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
