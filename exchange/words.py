@@ -2957,6 +2957,20 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
+    # review rev39y H2: the wait ends with the price going without an old price below it
+    (
+        r"alone beside the other known prices of its SKU it breaks a rule of (?P<t>"
+        + _SUBJECT
+        + r") \((?P<b>.+)\); 1C may send the other price type in its next package: looked at "
+        r"again in (?P<w>\S+) s, goes without (?P<f>\S+) (?P<l>\d+) s from now if 1C sends "
+        r"none by then \(an old price not above the price is no discount\), not charged",
+        N_(
+            "alone beside the other known prices of its SKU it breaks a rule of {t&} ({b*}); 1C "
+            "may send the other price type in its next package: looked at again in {w} s, "
+            "goes without {f} {l} s from now if 1C sends none by then (an old price not above "
+            "the price is no discount), not charged"
+        ),
+    ),
     # review rev39 W3: the clearing of the strikethrough price 1C replaced held or its answer
     # lost, said after the marketplace's refusal of the price it carries (first: its wait may
     # end in any words)

@@ -686,3 +686,50 @@ def test_a_quarantined_lone_min_price_is_never_called_a_strikethrough_price_buye
         "shows 1400, the strikethrough price 1C replaced: buyers see 1000 without a discount "
         "until 1C sends a strikethrough price that keeps the rule"
     ), then.detail
+
+
+def test_an_old_price_not_above_the_new_price_is_no_discount_only_a_too_close_one_is_refused() -> (
+    None
+):
+    """Review rev39y H2: a known old price (``Channel.struck``) not above the new price states no
+    discount: after 1C's next package had its time, the price goes with the old price's "none"
+    (Ozon's old_price "0"); at once where 1C had ended the discount before (its old price not
+    above its price). An old price above the new one by less than the rule's gap still breaks
+    it: that one is 1C's discount the marketplace refuses, and it is quarantined as before."""
+    from datetime import timedelta
+
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.words import detail_words
+
+    def rule(item: Item) -> str | None:
+        old_price, price_ = item.prices.get("old_price", Decimal(0)), item.prices["price"]
+        return "a gap under 5 %" if old_price and old_price < price_ * Decimal("1.05") else None
+
+    ozon = channel(dependent={"old_price": Decimal(0)}, struck=frozenset({"old_price"}))
+    made = datetime(2026, 12, 5, tzinfo=UTC)  # the messages' created_at (price() above)
+    lone = [price("A", "retail", "1500", 3)]
+
+    def built(
+        after: float, *held: KnownPrice
+    ) -> tuple[list[dict[str, Decimal]], Classification | None]:
+        out = build(lone, ozon, list(held), {}, rule, now=made + timedelta(seconds=after))
+        return [i.prices for i in out.items], out.answers.get(lone[0].message_id)
+
+    discount = (known("A", "retail", "1000"), known("A", "old", "1200"))
+    items_, answer = built(30, *discount)
+    assert items_ == [] and answer is not None and answer.verdict == Verdict.AWAITING
+    # The wait says what comes after it: the price goes without the old price, in Russian too.
+    assert "goes without old_price 570 s from now if 1C sends none" in answer.detail, answer
+    assert "quarantined" not in answer.detail, answer.detail
+    russian = detail_words(answer.detail)
+    assert "через 9 мин 30 с цена уйдёт без old_price" in russian, russian
+    items_, answer = built(COMPANION_GRACE + 1, *discount)
+    assert items_ == [{"price": Decimal(1500), "old_price": Decimal(0)}] and answer is None
+    ended = (known("A", "retail", "1000"), known("A", "old", "1000", 2))
+    items_, answer = built(30, *ended)
+    assert items_ == [{"price": Decimal(1500), "old_price": Decimal(0)}] and answer is None
+    close = (known("A", "retail", "1000"), known("A", "old", "1510"))
+    items_, answer = built(30, *close)
+    assert answer is not None and "quarantined if it still breaks the rule" in answer.detail
+    items_, answer = built(COMPANION_GRACE + 1, *close)
+    assert items_ == [] and answer is not None and answer.reason == Reason.INVALID_FOR_CHANNEL

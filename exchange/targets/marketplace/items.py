@@ -117,6 +117,10 @@ class Channel:
     # as "none", Ozon's old_price "0", Yandex's discountBase left out; None: left out). Where a
     # rule breaks with one of these new beside the price, only it is refused (``_split``).
     dependent: Mapping[str, Decimal | None] = field(default_factory=dict)
+    # The dependent fields that are a price "before the discount", struck through beside the
+    # price (Ozon's old_price, Yandex's discountBase): one not above the price is no discount
+    # (``_no_discount``), as a storefront shows 1C's two price types; a minimum is not one.
+    struck: frozenset[str] = frozenset()
     # What the channel's words call it (``said``); empty: its target's code.
     called: str = ""
 
@@ -359,10 +363,21 @@ def build(
             broken_by[item.sku] = broken
             awaited = _awaited(item, channel, pending.get(item.sku, ()))
             grace = _grace(item, now)
+            no_discount = _no_discount(
+                item, channel, held.get(sku, ()), rule, ended_only=grace is not None
+            )
             if awaited is not None:
                 answers.update(spread(item, _waits(awaited, channel, broken, now, most)))
+            elif no_discount is not None:
+                ready.append(no_discount)
             elif grace is not None:
-                answers.update(spread(item, _waits_for_1c(channel, broken, grace, most)))
+                # Once the grace is over, an old price not above the price is no discount: the
+                # wait's words say what comes then (review rev39y H2).
+                then = _no_discount(item, channel, held.get(sku, ()), rule, ended_only=False)
+                without = sorted(channel.struck & set(item.prices) - item.new) if then else []
+                answers.update(
+                    spread(item, _waits_for_1c(channel, broken, grace, most, without=without))
+                )
             else:
                 quarantine = invalid(broken)
                 if rule(_only_new(item)) is None:
@@ -598,6 +613,56 @@ def _waits_for_person(price: KnownPrice, channel: Channel, most: float) -> Class
     )
 
 
+def _no_discount(
+    item: Item,
+    channel: Channel,
+    known: Iterable[KnownPrice],
+    rule: Rule,
+    *,
+    ended_only: bool,
+) -> Item | None:
+    """``item`` without a price "before the discount" (``Channel.struck``) where it breaks the
+    rule only by a known one (1C sent none with these prices) that is not above the new price
+    it would stand beside: 1C's two price types then state no discount (a storefront shows no
+    struck-through price where the old one is not above the price), and the new price goes
+    with the type's "none" (Ozon's old_price "0", Yandex without discountBase), never held back
+    by an old price 1C left below it (review rev39y H2: 1C ended a discount with the old price
+    equal to the price, as the docs advise, then raised the price to 1500; 1500 was judged
+    beside the old 1000, waited 10 minutes and was quarantined while Yandex kept 1000).
+
+    ``ended_only`` (while ``COMPANION_GRACE`` lasts, 1C's next package may bring the old price
+    that goes with the new one): only where 1C had ended the discount before these prices (its
+    latest old price not above its latest price known: nothing to wait for); once the grace is
+    over, 1C's prices are what they are, and an old price below the new one is no discount.
+    None: it still breaks the rule (a gap too small, a minimum above the price), or there is no
+    such old price to go without."""
+    own = [f for f in item.new if f not in channel.dependent]
+    struck = [f for f in channel.struck if f in item.prices and f not in item.new]
+    if not own or not struck:
+        return None
+    lowest = min(item.prices[f] for f in own)
+    if any(item.prices[f] > lowest for f in struck):
+        return None
+    if ended_only:
+        before = _item(item.sku, [], channel, known)
+        if any(f not in before.prices for f in own) or any(
+            before.prices.get(f, Decimal(0)) > min(before.prices[o] for o in own) for f in struck
+        ):
+            return None
+    going = Item(
+        item.sku,
+        item.offer_id,
+        dict(item.prices),
+        list(item.carried),
+        set(item.new),
+        dict(item.versions),
+        dict(item.fields_of),
+    )
+    for f in struck:
+        _without(going, channel, f, going.versions.get(f, 0))
+    return going if rule(going) is None else None
+
+
 def _split(
     item: Item,
     entries: Sequence[tuple[OutgoingMessage, str, Decimal]],
@@ -812,14 +877,23 @@ def seconds_said(seconds: float) -> str:
     return str(max(1, math.ceil(seconds)))
 
 
-def _waits_for_1c(channel: Channel, broken: str, left: float, most: float) -> Classification:
+def _waits_for_1c(
+    channel: Channel, broken: str, left: float, most: float, *, without: Sequence[str] = ()
+) -> Classification:
+    """``without``: the old prices (``Channel.struck``) the price goes without when the wait is
+    over (``_no_discount``: not above it, no discount), said instead of the quarantine."""
     wait = max(min(1.0, most), min(most, left))
+    then = (
+        f"goes without {' and '.join(without)} {left:.0f} s from now if 1C sends none by then "
+        "(an old price not above the price is no discount)"
+        if without
+        else f"quarantined if it still breaks the rule {left:.0f} s from now"
+    )
     return Classification(
         Verdict.AWAITING,
         f"alone beside the other known prices of its SKU it breaks a rule of {channel.said} "
         f"({broken}); 1C may send the other price type in its next package: looked at again "
-        f"in {seconds_said(wait)} s, quarantined if it still breaks the rule {left:.0f} s from "
-        "now, not charged",
+        f"in {seconds_said(wait)} s, {then}, not charged",
         again_in=wait,
         error_class=AWAITING_1C,  # a wait on 1C, not on the marketplace (ops.waits)
         receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)

@@ -326,6 +326,7 @@ class OzonTarget:
             sku_source=sku_source,
             rounding=rounding,
             dependent=DEPENDENT,
+            struck=frozenset({"old_price"}),
             called=channel_said or "Ozon",
         )
         self.known, self.delivered, self.articles = known, delivered, articles
@@ -891,6 +892,12 @@ class OzonTarget:
             shown = _money(entry, field)
             if shown is None and sent == 0:
                 shown = sent  # 1C's old price 0 cleared Ozon's (§1.1): none is what it sent
+            elif shown is None and sent is not None and field in self.channel.struck:
+                live = _money(entry, "price")
+                if live is not None and sent <= live:
+                    # An old price not above the price is no discount (``items._no_discount``:
+                    # the price went with old_price "0"): none shown is what 1C states.
+                    shown = sent
             held.append(HeldPrice(message.message_id, sku, field, sent, shown, True))
         return held
 

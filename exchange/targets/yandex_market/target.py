@@ -487,6 +487,7 @@ class YandexMarketTarget:
             sku_source=sku_source,
             rounding=rounding,
             dependent=DEPENDENT,
+            struck=frozenset({"discountBase"}),
             called=channel_said or "Yandex Market",
         )
         self.currency_id = RUR if currency == "RUB" else currency
@@ -2817,12 +2818,13 @@ def _no_discount(fields: Mapping[str, Decimal]) -> dict[str, Decimal]:
 
 def _held(seen: _Read | None, price: MappedPrice) -> Decimal | None:
     """What Yandex holds for the price's field (``exchange verify``): an old price that meant
-    no discount (0, or equal to ``value``: sent without ``discountBase``) is held as it is
-    when Yandex shows no discount."""
+    no discount (0, or not above ``value``: sent without ``discountBase``, ``items._no_discount``)
+    is held as it is when Yandex shows no discount."""
     if seen is None:
         return None
     held = seen.shown.get(price.mapped)
-    no_discount = price.amount == 0 or price.amount == seen.shown.get("value")
+    value = seen.shown.get("value")
+    no_discount = price.amount == 0 or (value is not None and price.amount <= value)
     if price.mapped == "discountBase" and not held and no_discount:
         return price.amount
     if price.mapped == "minimumForBestseller" and not held and price.amount == 0:
