@@ -35,7 +35,9 @@ How one request goes (``send``):
    ``price-quarantine`` is DELIVERED; listed there, WITHHELD (Yandex's verdict in words);
    missing from the read-back (every page read), AWAITING again, and TERMINAL ``unknown-sku``
    once ``ym_apply_timeout`` passed; not shown yet, AWAITING again until
-   ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
+   ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again). The item goes
+   again once: a message of it due again after the first re-send, which carried its price,
+   reads that update back (``_sent_again_since``).
 
 An update accepted while an earlier one of its SKU may still land (Yandex promises no order,
 §3.5) counts only once ``ym_apply_timeout`` has passed since its 200, since a read-back cannot
