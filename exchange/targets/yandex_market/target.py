@@ -35,7 +35,9 @@ How one request goes (``send``):
    ``price-quarantine`` is DELIVERED; listed there, WITHHELD (Yandex's verdict in words);
    missing from the read-back (every page read), AWAITING again, and TERMINAL ``unknown-sku``
    once ``ym_apply_timeout`` passed; not shown yet, AWAITING again until
-   ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again).
+   ``ym_apply_timeout`` from the 200, then TEMPORARY (charged: sent again). The item goes
+   again once: a message of it due again after the first re-send, which carried its price,
+   reads that update back (``_sent_again_since``).
 
 An update accepted while an earlier one of its SKU may still land (Yandex promises no order,
 §3.5) counts only once ``ym_apply_timeout`` has passed since its 200, since a read-back cannot
@@ -668,8 +670,12 @@ class YandexMarketTarget:
         to_send: list[OutgoingMessage] = []
         beside: list[KnownPrice] = []
         along: list[list[tuple[OutgoingMessage, _Accepted | None]]] = []
+        remembered_all = {m.message_id: self._remembered(m) for m in messages}
+        adopted = await self._sent_again_since(
+            [m for m in messages if remembered_all[m.message_id] is None]
+        )
         for group in groups.values():
-            remembered = [self._remembered(m) for m in group]
+            remembered = [remembered_all[m.message_id] or adopted.get(m.message_id) for m in group]
             pairs = list(zip(group, remembered, strict=True))
             if all(a is not None for a in remembered):
                 to_read += [(m, a) for m, a in pairs if a]
@@ -743,7 +749,117 @@ class YandexMarketTarget:
                 answers_.update(await self._read_accepted(to_read))
             finally:
                 _PATIENCE.reset(patience)
+            for message_id, a in adopted.items():
+                said = answers_.get(message_id)
+                if said is not None and said.verdict is Verdict.AWAITING and said.receipt is None:
+                    # The update it now waits for is its SKU's re-send: its receipt, so that
+                    # its next attempt (any worker's, after a restart too) reads that one back.
+                    said.receipt = a.receipt
         return [answers_[m.message_id] for m in messages]
+
+    async def _sent_again_since(self, messages: Sequence[OutgoingMessage]) -> dict[str, _Accepted]:
+        """The messages found not applied in time (``ym-not-applied``: due to go again) whose
+        SKU's update went again since, carrying their very price (the same version, the same
+        amount), accepted within ``ym_apply_timeout``: each takes that update as its own and
+        reads it back, never sends it once more. The messages of one item are found not
+        applied together, but each is due again after its own retry delay (full jitter, per
+        message): the first re-sends the whole item, and the next, a few seconds later, sent
+        it again, charged (review rev39y H3: the same accepted update went twice more). Found
+        in this worker's memory, else in the database's receipts (another worker's re-send,
+        ``EarlierSends``); what cannot be read is sent, as before."""
+        due: list[tuple[OutgoingMessage, MappedPrice]] = []
+        for message in messages:
+            if message.receipt != NOT_APPLIED and not (
+                message.receipt is None and message.message_id in self._not_applied
+            ):
+                continue
+            price = self._read(message)
+            if not isinstance(price, Classification):
+                due.append((message, price))
+        if not due:
+            return {}
+
+        def carries(
+            offer: str,
+            sku: str | None,
+            fields: Mapping[str, Decimal],
+            versions: Mapping[str, int],
+            message: OutgoingMessage,
+            price: MappedPrice,
+        ) -> bool:
+            return (
+                offer == offer_id(price.sku)
+                and sku in (price.sku, None)
+                and versions.get(price.mapped) == message.version
+                and fields.get(price.mapped) == price.amount
+            )
+
+        out: dict[str, _Accepted] = {}
+        since = self._monotonic() - self.apply_timeout
+        for message, price in due:
+            found = max(
+                (
+                    a
+                    for a in self._accepted.values()
+                    if a.accepted_at >= since
+                    and a.receipt is not None
+                    and a.refused is None
+                    and a.then is None
+                    and not a.uncleared
+                    and carries(a.offer, a.sku, a.fields, a.versions, message, price)
+                ),
+                key=lambda a: a.accepted_at,
+                default=None,
+            )
+            if found is not None:
+                out[message.message_id] = replace(
+                    found,
+                    fields=dict(found.fields),
+                    versions=dict(found.versions),
+                    earlier=list(found.earlier),
+                    sku=price.sku,
+                )
+        rest = [(m, p) for m, p in due if m.message_id not in out]
+        if rest:
+            now = self._now()
+            try:
+                found_ = await asyncio.to_thread(
+                    self.earlier.unsettled_since,
+                    sorted({p.sku for _, p in rest}),
+                    now - timedelta(seconds=self.apply_timeout),
+                    (ACCEPTED,),
+                    [m.message_id for m in messages],
+                )
+            except Exception as exc:  # the service's database: sent, as before
+                log.warning(
+                    "Yandex Market: the SKU's re-sends could not be read (%s): sent again",
+                    type(exc).__name__,
+                )
+                found_ = {}
+            for message, price in rest:
+                best: tuple[datetime, str] | None = None
+                for receipt in found_.get(price.sku, []):
+                    read = _from_receipt(receipt)
+                    if read is None or receipt is None:
+                        continue
+                    offer, fields, at, versions, _ = read
+                    if (
+                        (now - at).total_seconds() < self.apply_timeout
+                        and _refusal(receipt) is None
+                        and _then(receipt) is None
+                        and carries(offer, None, fields, versions, message, price)
+                        and (best is None or at > best[0])
+                    ):
+                        best = (at, receipt)
+                if best is None:
+                    continue
+                known = self._accepted_from(best[1], message)
+                if known is not None:
+                    out[message.message_id] = known
+        for message_id, known in out.items():
+            self._not_applied.pop(message_id, None)
+            self._accepted[message_id] = known
+        return out
 
     async def _said_shown(
         self, sent: Sequence[OutgoingMessage], answers_: dict[str, Classification]
@@ -981,26 +1097,33 @@ class YandexMarketTarget:
             if message.receipt is None or message.receipt == self._not_applied[message.message_id]:
                 return None
             del self._not_applied[message.message_id]
-        read = _from_receipt(message.receipt)
+        known = self._accepted_from(message.receipt, message)
+        if known is not None:
+            self._accepted[message.message_id] = known
+        return known
+
+    def _accepted_from(self, receipt: str | None, message: OutgoingMessage) -> _Accepted | None:
+        """The accepted update an ``ym-accepted:`` ``receipt`` names, as ``message``'s, its
+        age counted from the time it names; None for any other receipt."""
+        read = _from_receipt(receipt)
         if read is None:
             return None
         offer, fields, at, versions, settles = read
         now = self._now()
         age = max(0.0, (now - at).total_seconds())
-        known = self._accepted[message.message_id] = _Accepted(
+        return _Accepted(
             offer,
             fields,
             self._monotonic() - age,
             versions=versions,
             sku=_sku(message),
-            refused=_refusal(message.receipt),
-            then=_then(message.receipt),
+            refused=_refusal(receipt),
+            then=_then(receipt),
             settles_at=(
                 None if settles is None else self._monotonic() + (settles - now).total_seconds()
             ),
-            receipt=message.receipt,
+            receipt=receipt,
         )
-        return known
 
     def _with_accepted_all(
         self,
