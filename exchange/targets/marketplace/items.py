@@ -444,14 +444,19 @@ def still_shown_words(channel: Channel, mapped: str, amount: Decimal) -> str:
     )
 
 
+def _price_of(channel: Channel, clear: Item) -> str:
+    """The price (of an independent type) a clearing ``clear`` carries, as its words say it."""
+    own = [a for f, a in clear.prices.items() if f not in channel.dependent]
+    return text(own[0]) if own else "?"
+
+
 def cleared_words(channel: Channel, clear: Item, mapped: str, amount: Decimal) -> str:
     """What the clearing (``_clearing``) of the dependent price 1C replaced did, said on the
     quarantine of the one it carried once the marketplace took it (review ozwords38 item 1:
     the words said only the rule, and nothing told the seller that the price went without a
     strikethrough price so buyers no longer see ``amount``): in a seller's words, never the
     API's fields (the strikethrough price: Ozon's old_price, Yandex's discountBase)."""
-    own = [a for f, a in clear.prices.items() if f not in channel.dependent]
-    price = text(own[0]) if own else "?"
+    price = _price_of(channel, clear)
     return (
         f"; the service sent the price {price} without a strikethrough price, so "
         f"{channel.said} no longer shows {text(amount)}, the strikethrough price 1C replaced: "
@@ -468,8 +473,7 @@ def clearing_waits_words(
     carried (review rev39 W3: only the wait was said, "HTTP 500", then "Ozon may still apply
     the send of old_price 0", and nothing told the seller that Ozon had refused the old
     price, nor why): what the clearing is for, and its ``wait`` in its own words."""
-    own = [a for f, a in clear.prices.items() if f not in channel.dependent]
-    price = text(own[0]) if own else "?"
+    price = _price_of(channel, clear)
     return (
         f"; the service is sending the price {price} without a strikethrough price so that "
         f"{channel.said} no longer shows {mapped} {text(amount)}, the strikethrough price 1C "
@@ -491,8 +495,7 @@ def refused_clearing_words(channel: Channel, clear: Item, refusal: str) -> str:
     """The marketplace's refusal (its code and meaning, ``refusal``) of the clearing of
     ``clear``, said on the quarantine of the price it carried (review ozwords38 item 4: the
     words said the strikethrough price was still shown, never why the clearing failed)."""
-    own = [a for f, a in clear.prices.items() if f not in channel.dependent]
-    price = text(own[0]) if own else "?"
+    price = _price_of(channel, clear)
     return (
         f"; the service sent the price {price} without a strikethrough price, and "
         f"{channel.said} refused it: {refusal}"
