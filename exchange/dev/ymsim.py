@@ -542,6 +542,7 @@ class YmSimulator(LoopbackServer):
         self.requests: collections.Counter[str] = collections.Counter()
         self.accepted = 0  # offers accepted with a 200 (or beside a non-atomic 400)
         self.accepted_offers: set[str] = set()  # the offerIds of those, for tests
+        self.refused_420 = 0  # 420s answered (its pace refusals), for tests
         self.in_flight = 0
         self.most_in_flight = 0
         self._pending: list[Pending] = []
@@ -815,6 +816,9 @@ class _YmHandler(Handler):
         self.answer(status, dump(body).encode(), "application/json;charset=utf-8", headers)
 
     def fail(self, error: ApiError, headers: dict[str, str]) -> None:
+        if error.status == 420:
+            with self.sim._state:
+                self.sim.refused_420 += 1
         body = {
             "status": self.sim.switches.error_status,
             "errors": [{"code": c, "message": m} for c, m in error.errors],

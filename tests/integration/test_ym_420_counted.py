@@ -61,7 +61,12 @@ def test_a_420_is_counted_in_the_pace_figures(
     run_worker(worker, two_cycles)
     figures = worker.loop.pace_figures(worker.loop.monotonic.now())
     assert 5 == ym.accepted, "the first request went, the second met only 420s"
-    assert 4 == figures["refused_last_minute"] == figures["refused_marketplace_limit"], figures
+    # Four 420s in the first cycle's waits; a loaded machine lets the second cycle take the
+    # waiting five again (their 1.25 s over) and meet four more: every one is counted.
+    assert ym.refused_420 >= 4, ym.refused_420
+    assert (
+        ym.refused_420 == figures["refused_last_minute"] == figures["refused_marketplace_limit"]
+    ), figures
 
 
 def test_the_pace_figures_show_ym_parallel_as_the_limit_not_the_workers_concurrency(
