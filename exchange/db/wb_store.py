@@ -59,8 +59,21 @@ class DbWbStore:
 
     def replace_catalogue(self, found: dict[str, int], at: datetime) -> None:
         """The map becomes ``found`` in one transaction (two workers rebuilding it at once
-        write the same catalogue; the later one stands)."""
-        with self.engine.begin() as connection:
+        write the same catalogue; the later one stands). The channel's ``wb_catalogues`` row is
+        written first: a second rebuild waits there for the first one's commit, then deletes its
+        rows (PostgreSQL's DELETE never sees rows another transaction is still inserting: the
+        second's INSERT met the unique constraint, CI stop 48; SQLite: one writer at a time)."""
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        upsert = postgresql.insert if is_postgres(self.engine) else sqlite.insert
+        with transaction(self.engine) as connection:
+            row = upsert(wb_catalogues).values(channel=self.channel, refreshed_at=at)
+            connection.execute(
+                row.on_conflict_do_update(
+                    index_elements=[wb_catalogues.c.channel],
+                    set_={"refreshed_at": row.excluded.refreshed_at},
+                )
+            )
             connection.execute(delete(wb_nm_ids).where(wb_nm_ids.c.channel == self.channel))
             rows = [
                 {"channel": self.channel, "vendor_code": code[:200], "nm_id": nm}
@@ -68,10 +81,6 @@ class DbWbStore:
             ]
             for start in range(0, len(rows), 5000):
                 connection.execute(wb_nm_ids.insert(), rows[start : start + 5000])
-            connection.execute(delete(wb_catalogues).where(wb_catalogues.c.channel == self.channel))
-            connection.execute(
-                wb_catalogues.insert(), [{"channel": self.channel, "refreshed_at": at}]
-            )
 
     def tasks(self, nm_ids: Iterable[int]) -> dict[int, Task]:
         wanted = list(nm_ids)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, or_, select
+from sqlalchemy import Connection, delete, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
 
+from exchange.db.engine import is_postgres
 from exchange.db.schema import delivery_pause
 
 PAUSE = "delivery"
@@ -62,16 +64,15 @@ def pause(
 ) -> bool:
     """Pause delivery (every channel, or ``channel``); False when it was already paused (the
     first pause is kept)."""
-    name = pause_name(channel)
-    held = connection.execute(
-        select(delivery_pause.c.name).where(delivery_pause.c.name == name)
-    ).first()
-    if held is not None:
-        return False
-    connection.execute(
-        insert(delivery_pause).values(name=name, operator=operator, note=note, paused_at=now)
+    # Written only where no row is: two operators pausing at once on PostgreSQL (the later
+    # waits for the other's commit) never meet the primary key, the first pause is kept.
+    row = _insert(connection)(delivery_pause).values(
+        name=pause_name(channel), operator=operator, note=note, paused_at=now
     )
-    return True
+    written = connection.execute(
+        row.on_conflict_do_nothing(index_elements=["name"]).returning(delivery_pause.c.name)
+    )
+    return written.first() is not None
 
 
 def resume(
@@ -92,14 +93,27 @@ def resume(
     else:
         ending = delivery_pause.c.name == pause_name(channel)
     resumed = connection.execute(delete(delivery_pause).where(ending)).rowcount > 0
-    name = resumed_name(channel)
-    connection.execute(delete(delivery_pause).where(delivery_pause.c.name == name))
+    # One row, the latest resume's: two operators resuming at once on PostgreSQL (the DELETE
+    # never sees a row another transaction is inserting) never meet the primary key.
+    row = _insert(connection)(delivery_pause).values(
+        name=resumed_name(channel), operator=operator, note=note, paused_at=now or datetime.now(UTC)
+    )
     connection.execute(
-        insert(delivery_pause).values(
-            name=name, operator=operator, note=note, paused_at=now or datetime.now(UTC)
+        row.on_conflict_do_update(
+            index_elements=["name"],
+            set_={
+                "operator": row.excluded.operator,
+                "note": row.excluded.note,
+                "paused_at": row.excluded.paused_at,
+            },
         )
     )
     return resumed
+
+
+def _insert(connection: Connection) -> Any:
+    """The dialect's INSERT, which has ``ON CONFLICT`` (PostgreSQL and SQLite alike)."""
+    return postgresql.insert if is_postgres(connection) else sqlite.insert
 
 
 def resumed_at(connection: Connection, channel: str | None = None) -> datetime | None:

@@ -118,3 +118,50 @@ def test_two_workers_writing_one_goods_row_at_once_never_meet_the_unique_constra
 
     assert {"busy": {101}} == found
     assert "price:SKU-1:2" == DbWbStore(engine, "wb").tasks([101])[101].message_id
+
+
+def test_two_workers_rebuilding_the_map_at_once_never_meet_the_unique_constraint(
+    engine: Engine,
+) -> None:
+    """Two workers of one Wildberries channel started together each read the catalogue and
+    write the map (CI stop 48: "the task store failed (IntegrityError)", then a breaker open on
+    five aggregates and more requests, a 429 too many). The later rebuild waits for the
+    earlier one's commit and its map stands whole, never a unique violation (PostgreSQL's
+    DELETE does not see the rows another transaction is inserting; SQLite has one writer at a
+    time)."""
+    from sqlalchemy import event
+
+    slow = threading.Event()
+
+    def hold_after_insert(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        # the first worker's rows are in, not committed yet, while the second one writes
+        if statement.lstrip().upper().startswith("INSERT INTO WB_NM_IDS") and not slow.is_set():
+            slow.set()
+            time.sleep(1.0)
+
+    found: dict[str, Any] = {}
+
+    def rebuild(name: str, catalogue: dict[str, int], at: datetime) -> None:
+        try:
+            DbWbStore(engine, "wb").replace_catalogue(catalogue, at)
+        except Exception as exc:  # what the DELETE-then-INSERT met on PostgreSQL
+            found[name] = exc
+
+    event.listen(engine, "after_cursor_execute", hold_after_insert)
+    try:
+        first = threading.Thread(target=rebuild, args=("first", {"SKU-1": 101, "SKU-2": 102}, AT))
+        first.start()
+        assert slow.wait(10)
+        second = threading.Thread(
+            target=rebuild, args=("second", {"SKU-1": 101, "SKU-3": 103}, AT + timedelta(1))
+        )
+        second.start()
+        first.join(30)
+        second.join(30)
+    finally:
+        event.remove(engine, "after_cursor_execute", hold_after_insert)
+
+    assert {} == found
+    store = DbWbStore(engine, "wb")
+    assert {"SKU-1": 101, "SKU-3": 103} == store.nm_ids(["SKU-1", "SKU-2", "SKU-3"])
+    assert AT + timedelta(1) == store.refreshed_at()
