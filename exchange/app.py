@@ -301,13 +301,15 @@ def yandex_market_target(
         currency=settings.currency,
         sku_source=settings.sku_source,
         rounding=settings.rounding,
+        pair_settle=settings.pair_settle,
         articles=DbArticles(engine) if engine is not None else NO_ARTICLES,
         offers_per_minute=settings.ym_offers_per_minute,
         parallel=settings.ym_parallel,
         apply_timeout=settings.ym_apply_timeout,
         timeout=settings.http_timeout,
         # What Yandex holds of the other price types: delivered, withheld, or accepted and
-        # awaiting its read-back (contract 14: never an older one over them), or may hold: a
+        # awaiting its read-back, also once superseded by a version that never went (contract
+        # 14: never an older one over them), or may hold: a
         # send whose answer never came (``ym-sent:``, a timeout, a crash in flight), or one
         # accepted and not shown within ym_apply_timeout (``ym-not-applied``: accepted is not
         # applied, it may still land, research §3.4/§3.5), waiting for its retry, quarantined
@@ -442,6 +444,7 @@ def ozon_target(
         currency=settings.currency,
         sku_source=settings.sku_source,
         rounding=settings.rounding,
+        pair_settle=settings.pair_settle,
         timeout=settings.http_timeout,
         transport=transport,
         verify=settings.site_tls(),

@@ -138,8 +138,19 @@ _WORD_MESSAGES: dict[str, str | tuple[str, str]] = {
     "delayed_with_waits": N_("delayed: retries and waits"),
     # A price that alone breaks its marketplace's rule waits for 1C's other price type
     # (``ops.waits.wait_of``: "1c"): the wait is on 1C, not on the marketplace.
+    # Many such waits end with the price going without its old price (not above it: no
+    # discount, ``items._no_discount``); the others are quarantined (review rev40: "quarantined
+    # if it does not come" said of every one; rev41: "where they break the rule without it"
+    # said of 1380 beside 1400, which breaks it only with it).
+    # A lone price of a pair waits a moment too (``items._settles``, review rev42 W1: the line
+    # said it would be quarantined); it goes as it is.
+    # Review rev43 W3: the line named the setting, not the seconds, and gave the 10-minute
+    # wait no time.
     "delayed_awaiting_1c": N_(
-        "of which wait for 1C: the other price type (quarantined if it does not come)"
+        "of which wait for 1C: the other price type (if it does not come, a price taken in "
+        "alone goes as it is within seconds, pair_settle; one that breaks a rule waits up to "
+        "10 minutes, then, beside an old price not above it, goes without that old price, "
+        "any other is quarantined)"
     ),
     # A new dependent price waits for an operator's retry or cancel of its SKU's main price,
     # quarantined by a rule of two price types (``ops.waits.wait_of``: "person"): the wait is
@@ -540,6 +551,11 @@ NAMES: dict[str, dict[str, tuple[str, str]]] = {
         # where the channel did not release it)
         "operator-release": NP_("event", "an operator asked to release"),
         "awaiting-outcome": NP_("event", "awaiting the channel's outcome"),
+        # such a wait whose detail says it is on 1C's next package (``items._waits_for_1c``) or
+        # on a person (``items._waits_for_person``), not on the channel (review rev40: history
+        # said «ждёт результата от канала» for a wait for 1C)
+        "awaiting-1c": NP_("event", "awaiting 1C's other price type"),
+        "awaiting-person": NP_("event", "awaiting an operator's decision on the main price"),
         # a note on a version that ended: its send, whose answer was lost, found at the channel
         "lost-send-found": NP_("event", "its lost send found at the channel"),
     },
@@ -1150,8 +1166,17 @@ def event_said(event: str | None, detail: str | None, lang: Lang) -> str:
         if _MAY_HAVE_APPLIED.search(detail or ""):
             return name("event", "released-may-apply", lang)
         return name("event", "released-busy", lang)
+    if event == "awaiting-outcome" and _ON_1C.search(detail or ""):
+        return name("event", "awaiting-1c", lang)
+    if event == "awaiting-outcome" and _ON_PERSON.match(detail or ""):
+        return name("event", "awaiting-person", lang)
     return name("event", event, lang)
 
+
+# ``items._waits_for_1c``'s words: the wait is on 1C's next package, not on the channel
+_ON_1C = re.compile(r"; 1C may send the other price type in its next package: looked at again ")
+# ``items._waits_for_person``'s words: the wait is on an operator's retry or cancel
+_ON_PERSON = re.compile(r"waits for a person's decision on ")
 
 # ``domain.retry``'s words of a release on the site's pace refusal: "<who> busy, not charged: "
 _ANSWERED_BUSY = re.compile(r"[^:]*\bbusy, not charged: ")
@@ -2928,6 +2953,16 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
+        r"(?P<d>.+); (?P<f>\S+) (?P<a>\S+) was not above (?P<o>\S+) (?P<p>\S+): it went as no "
+        r"discount",
+        N_("{d*}; {f} {a} was not above {o} {p}: it went as no discount"),
+    ),
+    (
+        r"(?P<f>\S+) (?P<a>\S+) is not above (?P<o>\S+) (?P<p>\S+): no discount, it goes beside "
+        r"the newest (?P=o) of its SKU",
+        N_("{f} {a} is not above {o} {p}: no discount, it goes beside the newest {o} of its SKU"),
+    ),
+    (
         r"offer (?P<o>'.*?'): discountBase (?P<b>\S+) is not above value (?P<v>\S+)",
         N_("offer {o}: discountBase {b} is not above value {v}"),
     ),
@@ -2957,6 +2992,34 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "quarantined if it still breaks the rule {l} s from now, not charged"
         ),
     ),
+    # the same two with their end as a time too (review rev40 words: ``find`` showed "570 s
+    # from now" as of the last look); the two below are the details written before
+    (
+        r"alone beside the other known prices of its SKU it breaks a rule of (?P<t>"
+        + _SUBJECT
+        + r") \((?P<b>.+)\); 1C may send the other price type in its next package: looked at "
+        r"again in (?P<w>\S+) s, quarantined if it still breaks the rule (?P<l>\d+) s from now "
+        r"\(at (?P<u>\S+ \S+) UTC\), not charged",
+        N_(
+            "alone beside the other known prices of its SKU it breaks a rule of {t&} ({b*}); 1C "
+            "may send the other price type in its next package: looked at again in {w} s, "
+            "quarantined if it still breaks the rule {l} s from now (at {u} UTC), not charged"
+        ),
+    ),
+    (
+        r"alone beside the other known prices of its SKU it breaks a rule of (?P<t>"
+        + _SUBJECT
+        + r") \((?P<b>.+)\); 1C may send the other price type in its next package: looked at "
+        r"again in (?P<w>\S+) s, goes without (?P<f>\S+) (?P<l>\d+) s from now \(at "
+        r"(?P<u>\S+ \S+) UTC\) if 1C sends none by then \(an old price not above the price is "
+        r"no discount\), not charged",
+        N_(
+            "alone beside the other known prices of its SKU it breaks a rule of {t&} ({b*}); 1C "
+            "may send the other price type in its next package: looked at again in {w} s, "
+            "goes without {f} {l} s from now (at {u} UTC) if 1C sends none by then (an old "
+            "price not above the price is no discount), not charged"
+        ),
+    ),
     # review rev39y H2: the wait ends with the price going without an old price below it
     (
         r"alone beside the other known prices of its SKU it breaks a rule of (?P<t>"
@@ -2969,6 +3032,56 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "may send the other price type in its next package: looked at again in {w} s, "
             "goes without {f} {l} s from now if 1C sends none by then (an old price not above "
             "the price is no discount), not charged"
+        ),
+    ),
+    # review rev41b H2/H3: a lone price of a pair waits a moment for 1C's other type
+    # (``items._settles``)
+    (
+        r"taken in alone beside the known (?P<f>\S+) (?P<a>\S+) of its SKU; 1C may send the "
+        r"other price type in its next package: looked at again in (?P<w>\S+) s, goes as it "
+        r"is (?P<l>\d+) s from now \(at (?P<u>\S+ \S+) UTC\) if 1C sends none by then \(1C "
+        r"writes a SKU's price types a moment apart: both go in one update\), not charged",
+        N_(
+            "taken in alone beside the known {f} {a} of its SKU; 1C may send the other price "
+            "type in its next package: looked at again in {w} s, goes as it is {l} s from now "
+            "(at {u} UTC) if 1C sends none by then (1C writes a SKU's price types a moment "
+            "apart: both go in one update), not charged"
+        ),
+    ),
+    # review rev43 H3: an old price or minimum with no main price of its SKU known
+    # (``items._orphan_words``)
+    (
+        r"no (?P<m>\S+) of its SKU known to the channel yet: (?P<f>.+?) goes only beside 1C's "
+        r"(?P=m), never alone beside a price the marketplace holds that 1C did not state with it",
+        N_(
+            "no {m} of its SKU known to the channel yet: {f} goes only beside 1C's {m}, never "
+            "alone beside a price the marketplace holds that 1C did not state with it"
+        ),
+    ),
+    # review rev42b: a new SKU's old price, its price a row later (``items._lone_beside``)
+    (
+        r"taken in alone, no (?P<f>\S+) of its SKU known to the channel yet; 1C may send the "
+        r"other price type in its next package: looked at again in (?P<w>\S+) s, goes as it "
+        r"is (?P<l>\d+) s from now \(at (?P<u>\S+ \S+) UTC\) if 1C sends none by then \(1C "
+        r"writes a SKU's price types a moment apart: both go in one update\), not charged",
+        N_(
+            "taken in alone, no {f} of its SKU known to the channel yet; 1C may send the other "
+            "price type in its next package: looked at again in {w} s, goes as it is {l} s from "
+            "now (at {u} UTC) if 1C sends none by then (1C writes a SKU's price types a moment "
+            "apart: both go in one update), not charged"
+        ),
+    ),
+    (
+        r"alone, with no price of its SKU known to the channel yet, it breaks a rule of (?P<t>"
+        + _SUBJECT
+        + r") \((?P<b>.+)\); 1C may send the other price type in its next package: looked at "
+        r"again in (?P<w>\S+) s, quarantined if it still breaks the rule (?P<l>\d+) s from now "
+        r"\(at (?P<u>\S+ \S+) UTC\), not charged",
+        N_(
+            "alone, with no price of its SKU known to the channel yet, it breaks a rule of {t&} "
+            "({b*}); 1C may send the other price type in its next package: looked at again in "
+            "{w} s, quarantined if it still breaks the rule {l} s from now (at {u} UTC), not "
+            "charged"
         ),
     ),
     # review rev39 W3: the clearing of the strikethrough price 1C replaced held or its answer

@@ -14,8 +14,8 @@ rule (a database pruned by an earlier release) is not known, until 1C sends it a
 A channel that withholds prices or accepts them before it shows them (Yandex Market, contract
 14) asks for more (``taken``): a version it withholds (``withheld``: it took it, and an older one
 sent over it would replace it) and one waiting for its read-back (delayed, its receipt beginning
-with ``awaiting_receipt``, e.g. ``ym-accepted:``) are what it holds too, after a restart as
-before one.
+with ``awaiting_receipt``, e.g. ``ym-accepted:``, also once superseded) are what it holds
+too, after a restart as before one.
 
 ``waiting`` serves the marketplace targets' ``WaitingPrices`` port (issue 32): the newest
 version of each price type of the SKU still to be given to the channel (new or delayed, and in
@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import replace
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -85,7 +86,9 @@ class DbKnownPrices:
         cut off, in flight at a crash, a timeout, then superseded: its claim charged an
         attempt that its answer did not give back) leaves that price out, as not known.
         ``awaiting_receipt``: the channel took a version withheld, or delayed with a receipt
-        beginning with this (accepted, its read-back awaited): those are known too.
+        beginning with this (accepted, its read-back awaited), or cancelled as superseded with
+        such a receipt (the channel took it all the same; its successor may never go): those
+        are known too.
         ``in_flight`` False: a version being delivered (``in_progress``) is not known. A
         marketplace channel (contract 14) has at most one item per SKU in flight, so every
         version of the SKU in flight there is in the batch asking: the batch carries each as
@@ -122,7 +125,20 @@ class DbKnownPrices:
             held += [
                 table.c.state.in_((*self.states, State.WITHHELD.value)),
                 and_(
-                    table.c.state == State.DELAYED.value,
+                    or_(
+                        table.c.state == State.DELAYED.value,
+                        # Superseded while its read-back was awaited: the channel took it all
+                        # the same, and holds it until a later version it takes (known then,
+                        # the newer) replaces it. Its successor may never go (refused before
+                        # sending, quarantined): the one it took is still what it holds
+                        # (review rev40y H1: 1000 accepted, then 1C's value 0 refused; the
+                        # accepted 1000 was dropped with its cancellation, and 1C's next
+                        # discountBase 1600 quarantined, "no price mapped to value known").
+                        and_(
+                            table.c.state == State.CANCELLED.value,
+                            table.c.reason == Reason.SUPERSEDED.value,
+                        ),
+                    ),
                     table.c.receipt.startswith(self.awaiting_receipt, autoescape=True),
                 ),
             ]
@@ -231,6 +247,12 @@ class DbKnownPrices:
         channel (``WaitingPrices``): new or delayed, in flight too unless ``in_flight`` is
         False."""
         return _waiting(self, skus)
+
+    def taken_first(self, message_ids: Iterable[str]) -> dict[str, datetime]:
+        """When the service took in the first of 1C's posts of each message's price still
+        undelivered (``WaitingPrices.taken_first``): 1C's re-post of the same price never
+        restarts a wait counted from its intake (review rev40 B4)."""
+        return _taken_first(self, message_ids)
 
 
 def _replaced(
@@ -354,15 +376,113 @@ def _waiting(db: DbKnownPrices, skus: Iterable[str]) -> list[WaitingPrice]:
     return list(found.values())
 
 
+def _taken_first(db: DbKnownPrices, message_ids: Iterable[str]) -> dict[str, datetime]:
+    """For each of ``message_ids``, the intake of the oldest version of the run just below it
+    on its channel of versions cancelled ``superseded`` (coalesced into it, never sent) that
+    carry its amount and currency; the walk down stops at the first version of another
+    price, or one not coalesced (delivered, quarantined, ...): the floor, read newest first
+    along ``ix_deliveries_aggregate_id_channel_id_version``, so a long history costs
+    nothing. Left out: a message with no such run."""
+    wanted = sorted(set(message_ids))
+    given, given_message = deliveries.alias("given"), messages.alias("given_message")
+    below, floor = deliveries.alias("below"), deliveries.alias("floor")
+    coalesced = and_(
+        below.c.state == State.CANCELLED.value, below.c.reason == Reason.SUPERSEDED.value
+    )
+    lowest = (
+        select(floor.c.version)
+        .where(
+            floor.c.aggregate_id == given.c.aggregate_id,
+            floor.c.channel_id == given.c.channel_id,
+            floor.c.version < given.c.version,
+            or_(
+                floor.c.state != State.CANCELLED.value,
+                floor.c.reason.is_(None),
+                floor.c.reason != Reason.SUPERSEDED.value,
+            ),
+        )
+        .order_by(floor.c.version.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    found: dict[str, datetime] = {}
+    with db.engine.connect() as connection:
+        ids = channel_ids(connection, db.channel)
+        for start in range(0, len(wanted), CHUNK):
+            # Each message with its floor, found once (a LIMIT keeps both databases from
+            # merging it into the join below, which would look for the floor per row there):
+            # the run is then one range of the index.
+            run = (
+                select(
+                    given_message.c.message_id,
+                    given_message.c.payload,
+                    given.c.aggregate_id,
+                    given.c.channel_id,
+                    given.c.version,
+                    func.coalesce(lowest, 0).label("floor"),
+                )
+                .select_from(given_message.join(given, given.c.message_pk == given_message.c.id))
+                .where(
+                    given_message.c.message_id.in_(wanted[start : start + CHUNK]),
+                    on(given.c.channel_id, ids),
+                    # Leased now: the asking batch's own (one in flight per aggregate on the
+                    # channel: a marketplace's channel is named, or the one registered).
+                    given.c.state == State.IN_PROGRESS.value,
+                )
+                .limit(CHUNK * max(len(ids), 1))
+                .subquery("run")
+            )
+            query = (
+                select(
+                    run.c.message_id,
+                    run.c.channel_id,
+                    run.c.payload,
+                    messages.c.payload,
+                    messages.c.taken_at,
+                )
+                .select_from(
+                    run.join(
+                        below,
+                        and_(
+                            below.c.aggregate_id == run.c.aggregate_id,
+                            below.c.channel_id == run.c.channel_id,
+                            below.c.version < run.c.version,
+                            below.c.version > run.c.floor,
+                        ),
+                    ).join(messages, messages.c.id == below.c.message_pk)
+                )
+                .where(coalesced)
+                .order_by(run.c.message_id, run.c.channel_id, below.c.version.desc())
+            )
+            ended: set[tuple[str, int]] = set()
+            for message_id, channel, payload, earlier, taken_at in connection.execute(query):
+                key = (message_id, channel)
+                if key in ended:
+                    continue
+                same = _amount(earlier)
+                if same is None or same != _amount(payload):
+                    ended.add(key)  # another price: the run of this one starts above it
+                    continue
+                if taken_at is not None and (
+                    message_id not in found or taken_at < found[message_id]
+                ):
+                    found[message_id] = taken_at
+    return found
+
+
+def _amount(payload: str) -> tuple[Decimal, str] | None:
+    """A price payload's amount and currency; None: no price."""
+    try:
+        body = json.loads(payload, parse_float=Decimal)
+        return Decimal(str(body["price"])), str(body.get("currency", DEFAULT_CURRENCY))
+    except (ValueError, KeyError, TypeError, InvalidOperation):
+        return None
+
+
 def _price(
     sku: str | None, price_type: str | None, version: int, payload: str
 ) -> KnownPrice | None:
-    if not sku or price_type is None:
+    priced = _amount(payload)
+    if not sku or price_type is None or priced is None:
         return None
-    try:
-        body = json.loads(payload, parse_float=Decimal)
-        amount = Decimal(str(body["price"]))
-        currency = str(body.get("currency", DEFAULT_CURRENCY))
-    except (ValueError, KeyError, TypeError, InvalidOperation):
-        return None
-    return KnownPrice(sku, price_type, amount, currency, version)
+    return KnownPrice(sku, price_type, *priced, version)

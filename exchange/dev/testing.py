@@ -76,6 +76,7 @@ FAST = dict(
     staging_url=None,
     site_token_file=None,
     channels=None,
+    pair_settle=0,  # a lone price of a pair goes at once; its wait's tests set their own
 )
 
 

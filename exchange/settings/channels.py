@@ -55,6 +55,7 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
         "ozon_api_key_file",
         "ozon_price_types",
         *MARKETPLACE_KEYS,
+        "pair_settle",
     ),
     "wildberries": (
         "wb_token_file",
@@ -72,6 +73,7 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
         "ym_offers_per_minute",
         "ym_parallel",
         "ym_apply_timeout",
+        "pair_settle",
     ),
 }
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {

@@ -92,6 +92,15 @@ class MarketplaceSettings(BaseModel):
         "it is (kopecks where only whole roubles go, more decimals than it keeps). none: never "
         "rounded, quarantined as invalid-for-channel; half-up or down: rounded so.",
     )
+    pair_settle: float = Field(
+        5.0,
+        ge=0,
+        le=60,
+        description="Ozon and Yandex Market: seconds a price taken in alone waits for 1C's "
+        "other price type of its pair (a price, or an old price, whose other type comes in a "
+        "row of its own; a re-post of either too), so that rows 1C writes a moment apart go "
+        "in one update, never a moment of a discount 1C did not state; 0: never waits.",
+    )
     ozon_price_types: dict[str, OzonField | None] = Field(
         default_factory=_default_ozon,
         description="Ozon: price_type -> the field it sets (price, old_price, min_price), e.g. "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
@@ -112,6 +113,14 @@ class WaitingPrices(Protocol):
         the channel (none for a price type with nothing waiting)."""
         ...
 
+    def taken_first(self, message_ids: Iterable[str]) -> dict[str, datetime]:
+        """For each of ``message_ids`` (leased on the channel) that 1C posted before with the
+        same price, when the service took in the first of those posts still undelivered: the
+        run of versions of the same amount and currency just below it that coalescing cancelled
+        ``superseded`` on the channel (1C re-exports its prices every few minutes, each a new
+        version). A message with none is left out (its own intake stands)."""
+        ...
+
 
 class MemoryWaitingPrices:
     """A ``WaitingPrices`` in memory, for tests: ``wait`` what is still to be given."""
@@ -126,10 +135,16 @@ class MemoryWaitingPrices:
         wanted = set(skus)
         return [p for p in self.prices if p.sku in wanted]
 
+    def taken_first(self, message_ids: Iterable[str]) -> dict[str, datetime]:
+        return {}
+
 
 class _NothingWaits:
     def waiting(self, skus: Iterable[str]) -> list[WaitingPrice]:
         return []
+
+    def taken_first(self, message_ids: Iterable[str]) -> dict[str, datetime]:
+        return {}
 
 
 NOTHING_WAITING: WaitingPrices = _NothingWaits()

@@ -303,7 +303,25 @@ def test_every_float_setting_is_one_of_the_bounded_ones() -> None:
         for name, field in Settings.model_fields.items()
         if field.annotation in (float, float | None)
     }
-    assert {*SECONDS, "EXCHANGE_RETENTION_DAYS", "EXCHANGE_SITE_MAX_RATE"} == floats
+    assert {
+        *SECONDS,
+        "EXCHANGE_RETENTION_DAYS",
+        "EXCHANGE_SITE_MAX_RATE",
+        "EXCHANGE_PAIR_SETTLE",
+    } == floats
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "61", "1e400"])
+def test_a_pair_settle_that_is_negative_beyond_a_minute_or_not_finite_is_refused(
+    value: str,
+) -> None:
+    """``pair_settle`` holds a lone price back seconds, never longer than a minute (0: never)."""
+    assert "EXCHANGE_PAIR_SETTLE" in refused(EXCHANGE_PAIR_SETTLE=value)
+
+
+@pytest.mark.parametrize("value", ["0", "2.5", "60"])
+def test_a_pair_settle_within_a_minute_is_taken(value: str) -> None:
+    assert float(value) == load_settings(pair_settle=value).pair_settle
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "1e7"])

@@ -20,7 +20,6 @@ finds no difference: the old price 1C states is not above the price, and none sh
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Iterator
 from decimal import Decimal
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from marketsims import ozon_sim, ym_settings, ym_sim
-from ozon_pair import both_clocks, pair_worker, typed
+from ozon_pair import both_clocks, cycles_for, discount_shown, pair_worker, typed
 from sqlalchemy import Engine
 from ym_pair import row, states
 
@@ -62,9 +61,7 @@ def test_ozon_a_raised_price_above_the_old_one_goes_without_it_once_1cs_next_pac
     seen: dict[str, object] = {}
 
     async def scenario(w: Worker) -> None:
-        stage(engine, [typed(1, "1000.00", "retail"), typed(1, "1200.00", "old")])
-        await drain(w)
-        advance(60)
+        await discount_shown(w, engine, advance)
         stage(engine, [typed(2, "1500.00", "retail")])  # old 1200 below 1500
         for _ in range(5):  # 5 minutes: 1C's next package may still come
             await w.cycle()
@@ -102,18 +99,10 @@ async def _differing(w: Worker, engine: Engine) -> list[tuple[str, object, objec
     return [(h.where, h.sent, h.held) for h in checked.differing]
 
 
-async def _cycles(worker: Worker, seconds: float) -> None:
-    loop = asyncio.get_running_loop()
-    ends = loop.time() + seconds
-    while loop.time() < ends:
-        await worker.cycle()
-        await asyncio.sleep(0.05)
-
-
 async def _until_delivered(worker: Worker, engine: Engine, key: tuple[str, int]) -> None:
     """Cycles until ``key`` is delivered (Yandex's read-back: seconds; more on a loaded run)."""
     for _ in range(60):
-        await _cycles(worker, 0.5)
+        await cycles_for(worker, 0.5)
         if states(engine)[key] == ("delivered", None):
             return
     assert states(engine)[key] == ("delivered", None)
@@ -174,7 +163,7 @@ def test_yandex_a_raised_price_above_the_old_one_goes_without_it_once_the_wait_f
         stage(engine, [row("Y-1", "retail", 1, "1000"), row("Y-1", "old", 1, "1200")])
         await _until_delivered(w, engine, ("Y-1/retail", 1))
         stage(engine, [row("Y-1", "retail", 2, "1500")])  # old 1200 below 1500
-        await _cycles(w, 1.5)
+        await cycles_for(w, 1.5)
         seen["waiting"] = states(engine)[("Y-1/retail", 2)]
         await _until_delivered(w, engine, ("Y-1/retail", 2))
         seen["differ"] = await _differing(w, engine)

@@ -126,8 +126,10 @@ def test_the_quarantined_price_says_1cs_old_price_waits_for_the_decision_never_t
 def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethrough_1c_replaced(
     db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
 ) -> None:
-    """Item 4: 1000 with old_price 1400 delivered; 1C's old price 900 (below 1000, research
-    §1.1) waits for 1C's next package, then is quarantined. Before it is, 1000 goes with
+    """Item 4: 1000 with old_price 1400 delivered; 1C's old price 1020 (a gap of 20, under
+    Ozon's 5 %, research §1.4) waits for 1C's next package, then is quarantined (900, below
+    1000, was the old price here before review rev40 A4: an old price not above the price is
+    no discount now, and goes as old_price "0" at once). Before it is, 1000 goes with
     old_price "0" (issue 32: never the old price 1C replaced), and here Ozon refuses that
     (the category's range moved above 1000 meanwhile, §1.4 ``invalid_category_price``): Ozon
     keeps showing 1400 struck through. The entry said only the rule it breaks; it says, in
@@ -145,7 +147,7 @@ def test_a_quarantined_old_price_says_the_marketplace_still_shows_the_strikethro
             clock.advance(61)
             site.clock.advance(61)
             if _ == 0:
-                stage(engine, [typed(2, "900.00", "old")])
+                stage(engine, [typed(2, "1020.00", "old")])
             await w.cycle()
 
     run_worker(worker, scenario)

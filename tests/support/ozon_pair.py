@@ -5,6 +5,7 @@ tests/integration/test_pair_wait_words.py share."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from decimal import Decimal
@@ -30,10 +31,10 @@ def typed(version: int, price: str, price_type: str) -> dict[str, Any]:
 
 
 def pair_worker(
-    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path
+    db_url: str, engine: Engine, site: OzonSimulator, tmp_path: Path, **extra: Any
 ) -> tuple[FakeClock, Worker]:
     """The worker of the one channel on ``site`` (``retail`` -> price, ``old`` -> old_price)
-    and its fake clock."""
+    and its fake clock; ``extra``: other settings (``pair_settle``)."""
     key = tmp_path / "ozon.key"
     key.write_text("ozon-key", encoding="utf-8")
     settings = fast_settings(
@@ -43,7 +44,7 @@ def pair_worker(
         ozon_api_url=site.url,
         ozon_client_id="836741",
         ozon_api_key_file=str(key),
-        ozon_price_types={"retail": "price", "old": "old_price"},
+        **{"ozon_price_types": {"retail": "price", "old": "old_price"}, **extra},
     )
     clock = FakeClock()
     return clock, bootstrap.worker(settings, engine, clock=clock, rng=random.Random(3))
@@ -72,3 +73,19 @@ async def cabinet_old_price_refuses(
     advance(60)
     stage(engine, [typed(2, "1300.00", "retail")])
     await drain(w)
+
+
+async def discount_shown(w: Worker, engine: Engine, advance: Callable[[float], None]) -> None:
+    """Ozon shows 1C's 1000 "was 1200", delivered a minute ago (``advance``: ``both_clocks``)."""
+    stage(engine, [typed(1, "1000.00", "retail"), typed(1, "1200.00", "old")])
+    await drain(w)
+    advance(60)
+
+
+async def cycles_for(worker: Worker, seconds: float) -> None:
+    """The worker's cycles for ``seconds`` of real time, a twentieth of a second apart."""
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds
+    while loop.time() < ends:
+        await worker.cycle()
+        await asyncio.sleep(0.05)

@@ -799,8 +799,11 @@ def test_an_old_price_beside_a_price_waiting_for_its_retry_waits_never_invalid_f
     """Issue 32 on Ozon: 1C lowered the price 1000 → 500 and set old_price 600; the price waits
     for its retry (a 503, or the hourly limit) while old_price is claimed alone. Beside the
     delivered price 1000 the old price breaks Ozon's rule (below the price), but the new price
-    makes it right: the old price waits for it (uncharged, until it is due), nothing is sent.
-    With no newer price waiting, the same item is ``invalid-for-channel`` as before."""
+    makes it right: the old price waits for it (uncharged, until it is due), nothing is sent:
+    never 1000 without the discount 1C states before 500 lands. With no newer price waiting,
+    600 is not above the price it stands beside, 1000: no discount (review rev40 A4,
+    docs/marketplaces.md "Ending a discount"; before, ``invalid-for-channel``), it goes as
+    old_price "0" and is delivered."""
     now = datetime(2026, 12, 5, 12, tzinfo=UTC)
     known = _known("SKU-1", "retail", "1000.00")  # version 1, delivered
     old = price("SKU-1", 2, "600.00", price_type="old")
@@ -815,10 +818,12 @@ def test_an_old_price_beside_a_price_waiting_for_its_retry_waits_never_invalid_f
 
     same = WaitingPrice("SKU-1", "retail", 1, now)  # the known version itself: nothing newer
     for pending in (MemoryWaitingPrices(), MemoryWaitingPrices(same)):
-        (refused,) = deliver(target(ozon, known=known, waiting=pending), old)
-        assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
-        assert "below price 1000" in refused.detail
-    assert imports(ozon) == 0, "never sent"
+        (ended,) = deliver(target(ozon, known=known, waiting=pending), old)
+        assert ended.verdict is Verdict.DELIVERED, ended
+        said = "old_price 600.00 was not above price 1000.00: it went as no discount"
+        assert ended.detail.endswith(said), ended.detail
+    pairs = {(u.get("price"), u.get("old_price")) for u in ozon.updates("SKU-1")}
+    assert pairs == {(1000, 0)}, "1000 without an old price, only once nothing newer waits"
 
 
 @pytest.mark.parametrize(

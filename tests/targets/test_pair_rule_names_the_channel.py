@@ -88,7 +88,7 @@ def _details(channel: items.Channel) -> list[str]:
         RULE + items.pair_words(channel, {main}, Decimal(1000)),
         RULE + items.pair_words(channel, {main}, None),
         items._waits_for_person(quarantined, channel, 60.0).detail,
-        items._waits_for_1c(channel, RULE, 540.0, 60.0).detail,
+        items._waits_for_1c(channel, RULE, 540.0, 60.0, None).detail,
     ]
 
 

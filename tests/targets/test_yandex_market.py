@@ -249,8 +249,8 @@ def test_a_bestseller_minimum_of_0_ends_the_minimum(ym: YmSimulator) -> None:
     [
         ("100", "102", "a discount of 1.96 %"),  # under 5 %
         ("1", "1000", "a discount of 99.90 %"),  # over 99 %
-        # Below retail (equal to it is no discount: test_an_old_price_of_0_or_equal_to_...).
-        ("100", "99", "not above value"),
+        # Below retail, or equal to it, is no discount (review rev40 A4): delivered, see
+        # test_an_old_price_of_0_or_equal_to_retail_ends_the_discount's "old-below-retail".
     ],
 )
 def test_the_discount_rule_is_checked_before_sending_and_is_invalid_for_channel(
@@ -1434,32 +1434,75 @@ def test_an_offer_a_400_names_only_when_the_rest_is_sent_again_is_terminal_at_on
 # -- a companion price whose value waits for its retry (issue 32) -------------------------------
 
 
-@pytest.mark.parametrize(
-    "pending",
-    [
-        [],  # no value staged at all on the channel (or only quarantined, cancelled)
-        [WaitingPrice("SKU-1", "retail", 1, datetime(2026, 12, 5, 12, 0, 30, tzinfo=UTC))],
-    ],
-    ids=["nothing-waits", "an-older-version-waits"],
-)
 def test_a_discount_base_without_a_value_on_the_channel_is_invalid_for_channel(
-    ym: YmSimulator, pending: list[WaitingPrice]
+    ym: YmSimulator,
 ) -> None:
-    """Terminal as before when no value newer than the one the item carries is still to be
-    given: no value on the channel at all, or (the second case) a discount base not above the
-    known value while the value waiting is that same version, which changes nothing."""
-    known = MemoryKnownPrices()
-    if pending:
-        known.remember(KnownPrice("SKU-1", "retail", Decimal("1000"), "RUB", 1))
+    """Terminal as before when no value is on the channel at all (none staged, or only
+    quarantined, cancelled)."""
     messages = [price("SKU-1", 2, "900", price_type="old")]
     now = datetime(2026, 12, 5, 12, tzinfo=UTC)
     found = run(
-        lambda: target(ym, known=known, waiting=MemoryWaitingPrices(*pending), now=lambda: now),
+        lambda: target(ym, waiting=MemoryWaitingPrices(), now=lambda: now),
         lambda t: send_all(t, messages),
     )
     assert [Verdict.TERMINAL] == verdicts(found)
     assert "invalid-for-channel" == found[0].reason
     assert 0 == ym.requests["offer-prices/updates"], "never sent"
+
+
+def test_a_discount_base_not_above_the_known_value_goes_as_no_discount_once_nothing_newer_waits(
+    ym: YmSimulator,
+) -> None:
+    """Review rev40 A4 (before: ``invalid-for-channel``): a discount base 900 not above the
+    known value 1000, while the value waiting is that same version (which changes nothing), is
+    no discount: the value goes without discountBase, and 900 is delivered once Yandex shows it
+    so. Where a newer value waits, it waits for it (the issue 32 test below)."""
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("1000"), "RUB", 1))
+    same = WaitingPrice("SKU-1", "retail", 1, datetime(2026, 12, 5, 12, 0, 30, tzinfo=UTC))
+    messages = [price("SKU-1", 2, "900", price_type="old")]
+    now = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    recorder = Recorder()
+
+    async def scenario(t: YandexMarketTarget) -> list[Classification]:
+        return await send_all(t, messages) + await send_all(t, messages)
+
+    found = run(
+        lambda: target(
+            ym,
+            known=known,
+            waiting=MemoryWaitingPrices(same),
+            now=lambda: now,
+            transport=recorder,
+        ),
+        scenario,
+    )
+    assert [Verdict.AWAITING, Verdict.DELIVERED] == verdicts(found), found
+    assert {"value": 1000, "currencyId": "RUR"} == recorder.updates()[-1]["offers"][0]["price"]
+    live = ym.live("SKU-1")
+    assert live is not None and (Decimal(1000), None) == (live.value, live.discount_base)
+
+
+def test_a_discount_base_equal_to_the_known_value_waits_for_a_newer_value_on_its_way(
+    ym: YmSimulator,
+) -> None:
+    """Review rev40 A4's other side: 1C lowered the value 1000 to 500 with the discount base
+    1000, and 500 waits for its retry. 1000 beside the known 1000 is no discount; sent now,
+    Yandex would show 1000 without the discount 1C states (500, was 1000) until 500 lands.
+    It waits for 500 (uncharged), nothing is sent; its words say why, in Russian too."""
+    known = MemoryKnownPrices()
+    known.remember(KnownPrice("SKU-1", "retail", Decimal("1000"), "RUB", 1))
+    now = datetime(2026, 12, 5, 12, tzinfo=UTC)
+    newer = WaitingPrice("SKU-1", "retail", 2, now + timedelta(seconds=30))
+    messages = [price("SKU-1", 2, "1000", price_type="old")]
+    found = run(
+        lambda: target(ym, known=known, waiting=MemoryWaitingPrices(newer), now=lambda: now),
+        lambda t: send_all(t, messages),
+    )
+    assert [Verdict.AWAITING] == verdicts(found), found
+    assert "discountBase 1000 is not above value 1000: no discount" in found[0].detail
+    assert "скидки нет" in detail_words(found[0].detail)
+    assert 0 == ym.requests["offer-prices/updates"], "never sent before 500"
 
 
 def test_a_discount_base_claimed_while_its_value_waits_for_a_retry_waits_for_it_uncharged(
@@ -1735,13 +1778,18 @@ def test_a_release_confirms_the_price_yandex_lists_when_it_is_the_deliverys(
 # -- ymfix 3: a seller ends a discount -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("old", ["0", "1290"], ids=["old-0", "old-equals-retail"])
+@pytest.mark.parametrize(
+    "old", ["0", "1290", "1200"], ids=["old-0", "old-equals-retail", "old-below-retail"]
+)
 def test_an_old_price_of_0_or_equal_to_retail_ends_the_discount(ym: YmSimulator, old: str) -> None:
     """Research §3.1 (pass ``discountBase`` only "если предоставляете скидку") and §3.6.2 (an
     update without it removes the discount): 1C's old price cleared (0, as Ozon's
     ``old_price`` 0) or set equal to retail means no discount. The update goes without
     ``discountBase``, is delivered, and Yandex shows 1290 with nothing struck through (review
-    ymfix, finding 3: quarantined invalid-for-channel, Yandex kept 1000 with 1290 struck)."""
+    ymfix, finding 3: quarantined invalid-for-channel, Yandex kept 1000 with 1290 struck). So
+    too an old price below retail (a full export's unchanged 1200 beside the raised 1290:
+    review rev40 A4, before quarantined ``invalid-for-channel``): not above the price, it is
+    no discount."""
     recorder = Recorder()
     on = [price("SKU-1", 1, "1000"), price("SKU-1", 1, "1290", price_type="old")]
     off = [price("SKU-1", 2, "1290"), price("SKU-1", 2, old, price_type="old")]

@@ -31,7 +31,10 @@ refused: a person has nothing to fix, the rule may hold once both go together. I
 goes with it (issue 32). Only when nothing of the kind waits is it ``invalid-for-channel``,
 and, when the item carries a known price of another type (which may be what breaks the rule),
 only once its newest message is ``COMPANION_GRACE`` old, counted from when the service took it
-in (``taken_at``: an outage or a backlog before intake does not use the grace up): 1C often
+in (``taken_at``: an outage or a backlog before intake does not use the grace up), or took in
+1C's first post of that price still undelivered (1C re-exports its prices every few minutes:
+a re-post of the same amount, a new version that supersedes the waiting one, never restarts
+the wait, review rev40 B4; another amount is a new price, ``_since``): 1C often
 sends a SKU's price types in separate packages, so the other type's new price may be a package
 away (review 32d: Ozon's
 price 1500 beside the delivered old price 1200 was quarantined, and the old price 1800 that
@@ -68,7 +71,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
@@ -119,10 +122,17 @@ class Channel:
     dependent: Mapping[str, Decimal | None] = field(default_factory=dict)
     # The dependent fields that are a price "before the discount", struck through beside the
     # price (Ozon's old_price, Yandex's discountBase): one not above the price is no discount
-    # (``_no_discount``), as a storefront shows 1C's two price types; a minimum is not one.
+    # (a known one: ``_no_discount``; 1C's new one, delivered as its "none": ``_ended``), as a
+    # storefront shows 1C's two price types; a minimum is not one.
     struck: frozenset[str] = frozenset()
     # What the channel's words call it (``said``); empty: its target's code.
     called: str = ""
+    # Seconds a price taken in alone beside the known price of its pair's other type waits for
+    # 1C's row of that type (``_settles``; the ``pair_settle`` setting, 0: never waits).
+    settle: float = 0.0
+    # The field of the price a pair's old price stands beside (Ozon's price, Yandex's value):
+    # ``_lone_beside`` pairs it with ``struck``, never with a minimum; empty: no pair.
+    main: str = ""
 
     @property
     def said(self) -> str:
@@ -145,6 +155,9 @@ class Item:
     new: set[str] = field(default_factory=set)  # the fields the carried messages set
     versions: dict[str, int] = field(default_factory=dict)  # field -> the version it carries
     fields_of: dict[str, str] = field(default_factory=dict)  # carried message_id -> its field
+    # carried message_id -> what its delivery says besides the marketplace's answer (``_ended``:
+    # 1C's old price went as no discount)
+    said: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -157,6 +170,9 @@ class Built:
     # carrying them, and their quarantine once the marketplace shows that item. A target that
     # sends none of these leaves their ``answers`` as they are.
     clears: list[tuple[Item, Classification]] = field(default_factory=list)
+    # SKUs whose item may wait for the other price type of its pair (``_settles``): built again
+    # with the time (``gather``).
+    settling: set[str] = field(default_factory=set)
 
 
 Rule = Callable[[Item], str | None]
@@ -215,8 +231,16 @@ class Carrying(Protocol):
 
 
 def spread(item: Carrying, verdict: Classification) -> dict[str, Classification]:
-    """The item's verdict, for every delivery it carried as new."""
-    return {message.message_id: verdict for message in item.carried}
+    """The item's verdict, for every delivery it carried as new; a delivery says what went for
+    it where that is not 1C's price (``Item.said``: an old price sent as no discount)."""
+    said: Mapping[str, str] = getattr(item, "said", {})  # a target's own item has none
+    out: dict[str, Classification] = {}
+    for message in item.carried:
+        note = said.get(message.message_id) if verdict.verdict is Verdict.DELIVERED else None
+        out[message.message_id] = (
+            replace(verdict, detail=f"{verdict.detail}; {note}") if note else verdict
+        )
+    return out
 
 
 def spread_rule(
@@ -265,15 +289,20 @@ def build(
     waiting: Iterable[WaitingPrice] = (),
     now: datetime | None = None,
     most: float = MOST_WAIT,
+    first: Mapping[str, datetime] | None = None,
 ) -> Built:
     """The items of ``messages`` (one per SKU, in the order of their first message) and the
     answers of the messages that are not sent. ``known``: the latest known prices of their
     SKUs; ``articles``: their articles (under ``sku_source = article``); ``waiting``: the
     prices of their SKUs still to be given to the channel (an item that breaks ``rule`` waits
-    for a newer one, at most ``most`` seconds from ``now`` at a time, see the module)."""
+    for a newer one, at most ``most`` seconds from ``now`` at a time, see the module);
+    ``first``: message id -> when the service took in 1C's first post of its price still
+    undelivered (``WaitingPrices.taken_first``), where 1C posted it before."""
+    first = first or {}
     answers: dict[str, Classification] = {}
     broken_by: dict[str, str] = {}
     clears: list[tuple[Item, Classification]] = []
+    settling: set[str] = set()
     pending: dict[str, list[WaitingPrice]] = {}
     for price_ in waiting:
         pending.setdefault(price_.sku, []).append(price_)
@@ -324,6 +353,46 @@ def build(
             answers.update(spread(item, _waits_for_person(quarantined, channel, most)))
             continue
         broken = rule(item) if rule is not None else None
+        if broken is None and rule is not None and _orphan(item, channel):
+            broken = _orphan_words(item, channel)
+        ended = _ended(item, channel) if rule is not None else None
+        if ended is not None and rule is not None and rule(ended) is None:
+            # 1C's new old price not above the price it will stand beside: no discount, it
+            # goes as its type's "none" and is delivered (review rev40 A4). Beside a known
+            # price only once no newer price of its SKU waits (1C lowered 1000 to 500 with the
+            # old price 600, 500 waits for its retry: 600 beside 1000 would show 1000 without
+            # the discount 1C states): ``gather`` reads them (``broken``) and builds again.
+            if not item.new - set(channel.dependent):
+                broken_by[item.sku] = broken or _ended_words(item, channel)
+                awaited = _awaited(item, channel, pending.get(sku, ()))
+                if awaited is not None:
+                    waits = _waits(awaited, channel, broken_by[item.sku], now, most)
+                    answers.update(spread(item, waits))
+                    continue
+                # An old price below the known price (not equal: 1C's way to end a discount)
+                # is 1C lowering the price with a discount, its new price often a package
+                # later (a split export, rows committed one by one): it waits for it as long as
+                # a price waits for its old price, then goes as no discount (review rev41 H1:
+                # 1C's 600, 0.3 s before its 500, showed 1000 without its discount on Ozon and
+                # spent one of its ten updates an hour).
+                below = _below(item, channel, held.get(sku, ()))
+                grace = _grace(item, channel, now, first) if below else None
+                if grace is not None:
+                    without = sorted(channel.struck & item.new)
+                    waits = _waits_for_1c(
+                        channel, broken_by[item.sku], grace, most, now, without=without
+                    )
+                    answers.update(spread(item, waits))
+                    continue
+            beside = _lone_beside(item, channel)
+            if beside is not None:
+                settling.add(sku)
+                settles = _settles(item, channel, beside, now, first)
+                if settles is not None:
+                    answers.update(spread(item, settles))
+                    continue
+            ready.append(ended)
+            continue
         if broken is not None and rule is not None:
             # Both new in this item (none taken along waiting for 1C's next package, which
             # keeps its own wait below): only the dependent price that broke the rule stays.
@@ -336,7 +405,9 @@ def build(
             # breaks beside 1500 too): 1500 goes without an old price and 1510 waits out its
             # own grace, as one package's 1500/1510 would go; never 1510 beside the 1000 1C
             # replaced by 1500, a discount 1C never stated (review rev37, ozpair37's fixer).
-            split = _split(item, entries, channel, held.get(sku, ()), rule, now=now, most=most)
+            split = _split(
+                item, entries, channel, held.get(sku, ()), rule, now=now, most=most, first=first
+            )
             if split is not None:
                 going, refused = split
                 ready.append(going)
@@ -362,7 +433,7 @@ def build(
                     broken = (rule(item) if rule is not None else None) or broken
             broken_by[item.sku] = broken
             awaited = _awaited(item, channel, pending.get(item.sku, ()))
-            grace = _grace(item, now)
+            grace = _grace(item, channel, now, first)
             no_discount = _no_discount(
                 item, channel, held.get(sku, ()), rule, ended_only=grace is not None
             )
@@ -375,12 +446,14 @@ def build(
                 # wait's words say what comes then (review rev39y H2).
                 then = _no_discount(item, channel, held.get(sku, ()), rule, ended_only=False)
                 without = sorted(channel.struck & set(item.prices) - item.new) if then else []
-                answers.update(
-                    spread(item, _waits_for_1c(channel, broken, grace, most, without=without))
+                orphan = _orphan(item, channel)
+                waits = _waits_for_1c(
+                    channel, broken, grace, most, now, without=without, orphan=orphan
                 )
+                answers.update(spread(item, waits))
             else:
                 quarantine = invalid(broken)
-                if rule(_only_new(item)) is None:
+                if rule(_only_new(item)) is None and not _orphan(item, channel):
                     # Broken beside the known price of another type: a person decides, and a
                     # new price of that type waits for the decision (``_quarantined_beside``).
                     live = _live(item, channel, held.get(sku, ()))
@@ -395,8 +468,15 @@ def build(
                     quarantine.detail += still_shown_words(channel, *shown)
                 answers.update(spread(item, quarantine))
             continue
+        beside = _lone_beside(item, channel) if rule is not None else None
+        if beside is not None:
+            settling.add(sku)
+            settles = _settles(item, channel, beside, now, first)
+            if settles is not None:
+                answers.update(spread(item, settles))
+                continue
         ready.append(item)
-    return Built(ready, answers, broken_by, clears)
+    return Built(ready, answers, broken_by, clears, settling)
 
 
 def pair_words(channel: Channel, fields: set[str], live: Decimal | None) -> str:
@@ -616,6 +696,174 @@ def _waits_for_person(price: KnownPrice, channel: Channel, most: float) -> Class
     )
 
 
+def _copy(item: Item) -> Item:
+    """``item`` to change without changing it (``_ended``, ``_no_discount``)."""
+    return Item(
+        item.sku,
+        item.offer_id,
+        dict(item.prices),
+        list(item.carried),
+        set(item.new),
+        dict(item.versions),
+        dict(item.fields_of),
+        dict(item.said),
+    )
+
+
+def _ended(item: Item, channel: Channel) -> Item | None:
+    """``item`` with each price "before the discount" (``Channel.struck``) it carries as new
+    that is not above the price it stands beside (the new one, or the known one) as its type's
+    "none" (Ozon's old_price "0", Yandex without discountBase), still carrying 1C's message:
+    1C's two price types state no discount (1C ends a discount with the old price equal to the
+    price; a full export repeats the old 1200 beside the raised 1500), as a storefront shows
+    them, and it is delivered, never judged by the rule. None: no such price (1C's 0 is its
+    "none" already)."""
+    own = [item.prices[f] for f in item.prices if f not in channel.dependent]
+    if not own:
+        return None
+    lowest = min(own)
+    ended = sorted(
+        f for f in channel.struck & item.new if f in item.prices and 0 < item.prices[f] <= lowest
+    )
+    if not ended:
+        return None
+    going = _copy(item)
+    for f in ended:
+        none = channel.dependent[f]
+        own_ = min(o for o in item.prices if o not in channel.dependent)
+        for message in item.carried:
+            if item.fields_of.get(message.message_id) == f:
+                going.said[message.message_id] = (
+                    f"{f} {text(item.prices[f])} was not above {own_} {text(lowest)}: it went "
+                    "as no discount"
+                )
+        if none is None:
+            going.prices.pop(f, None)
+        else:
+            going.prices[f] = none
+    return going
+
+
+def _below(item: Item, channel: Channel, known: Iterable[KnownPrice]) -> bool:
+    """Whether a price "before the discount" the item carries as new is below (not equal to)
+    the lowest price of an independent type it stands beside: 1C's discount whose new price
+    may be a package away, not 1C ending one (``_ended``). Not where it repeats the known one
+    of its type: 1C re-posted an old price that already went (as no discount), and nothing
+    is a package away (review rev41b H1: each re-post waited 10 minutes, then sent Ozon an
+    identical update, one of its ten an hour)."""
+    own = [item.prices[f] for f in item.prices if f not in channel.dependent]
+    if not own:
+        return False
+    below = [
+        f for f in channel.struck & item.new if f in item.prices and 0 < item.prices[f] < min(own)
+    ]
+    if not below:
+        return False
+    return not _reposted(item, channel, known, below)
+
+
+def _reposted(
+    item: Item, channel: Channel, known: Iterable[KnownPrice], fields: Iterable[str]
+) -> bool:
+    """Whether each of ``fields`` the item carries as new repeats the known price of its type:
+    1C re-exports its prices, and a re-post of what already went has nothing a package away
+    (``_below``; a lone row of a pair waits ``pair_settle`` whether re-posted or not,
+    ``_lone_beside``)."""
+    before = _item(item.sku, [], channel, known)
+    return all(before.prices.get(f) == item.prices[f] for f in fields)
+
+
+def _lone_beside(item: Item, channel: Channel) -> tuple[str, Decimal | None] | None:
+    """The price of the other type of its pair (field, amount; None: none known) that ``item``,
+    one price type of 1C's pair taken in alone, would stand beside where 1C's row of the other
+    type may come a moment later (1C writes a SKU's price types as rows of their own, committed
+    one by one, or in a split export). A pair is the main price (``Channel.main``) and a price
+    "before the discount" (``Channel.struck``) the channel maps; a minimum taken along is neither
+    (review rev42 H1: Ozon's min_price row taken along sent 500 beside 1200). Every lone row of
+    a pair waits, whatever it stands beside:
+
+    - a new main price beside a known old price above it, a discount 1C stated for an earlier
+      price (review rev41b H3: 500 went beside the known 1200, then 500/600 0.3-3 s later, a
+      discount 1C never stated and two updates); beside none known, or one not above it (review
+      rev43 H4: a new SKU's 1000, then 1000/1200 2 s later: two updates, one of Ozon's ten an
+      hour, and a moment without 1C's discount);
+    - 1C's new old price beside the known main price (review rev41b H2: 1C ended a discount
+      with the old price 1000 equal to the price and lowered the price to 800 a second later:
+      1000 with nothing struck through, then 800/1000);
+    - a re-post of the known price of its type too (review rev43 H1: 1C's old price 1200 again,
+      then its price 1150 two seconds later, a gap Ozon refuses: the re-post went at once,
+      unchanged, and 1150 waited 10 minutes for a new old price and was quarantined, while in
+      the other order 1150 went without the old price at once). It goes as it is once the wait
+      is over (an unchanged one sends nothing to Ozon: ``OzonTarget._unchanged``).
+
+    None: both types new in the item, or the channel maps no old price. A pair's row that comes
+    after the other row went alone (its wait over) waits too (review rev42 H2, H1/H2 of
+    rev42b). An old price with no main price known at all is no lone row of a pair: it goes
+    only beside 1C's price (``_orphan``)."""
+    main = channel.main
+    if not main or main not in item.prices:
+        return None
+    struck_new = sorted(item.new & channel.struck)
+    if main in item.new and not struck_new:
+        for f in sorted(channel.struck & set(channel.price_types.values())):
+            return f, item.prices.get(f)
+        return None
+    if struck_new and main not in item.new:
+        return main, item.prices[main]
+    return None
+
+
+def _settles(
+    item: Item,
+    channel: Channel,
+    beside: tuple[str, Decimal | None],
+    now: datetime | None,
+    first: Mapping[str, datetime],
+) -> Classification | None:
+    """The wait of ``item`` for 1C's row of the other type of its pair, the known price it
+    would stand beside (``beside``: field, amount, ``_lone_beside``):
+    ``Channel.settle`` from the intake of the newest price it carries, each from 1C's first
+    post of its price still undelivered (``_since``: a re-post of the same amount never
+    restarts it, review rev42 H3); the claim of that row takes it along
+    (``AWAITS_COMPANION``), and both go in one update. None: it goes now (no such pair, no
+    settle, or the settle is over)."""
+    if now is None or channel.settle <= 0 or not item.carried:
+        return None
+    left = channel.settle - (now - max(_since(m, first) for m in item.carried)).total_seconds()
+    if left <= 0:
+        return None
+    field_, amount = beside
+    end = now + timedelta(seconds=left)
+    alone = (
+        f"taken in alone beside the known {field_} {text(amount)} of its SKU"
+        if amount is not None
+        else f"taken in alone, no {field_} of its SKU known to the channel yet"
+    )
+    return Classification(
+        Verdict.AWAITING,
+        f"{alone}; 1C may send the other price type in its next package: looked at again "
+        f"in {seconds_said(left)} s, "
+        f"goes as it is {left:.0f} s from now (at {end:%Y-%m-%d %H:%M:%S} UTC) if 1C sends "
+        "none by then (1C writes a SKU's price types a moment apart: both go in one update), "
+        "not charged",
+        again_in=left,
+        error_class=AWAITING_1C,  # a wait on 1C, not on the marketplace (ops.waits)
+        receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
+    )
+
+
+def _ended_words(item: Item, channel: Channel) -> str:
+    """Why an item whose old price is not above the known price (``_ended``), and which keeps
+    the rule as it is (Yandex: a discountBase equal to the value is none), looks for a newer
+    price of its SKU first: said where it waits for one (``_waits``)."""
+    old = min(channel.struck & item.new)
+    own = min(f for f in item.prices if f not in channel.dependent)
+    return (
+        f"{old} {text(item.prices[old])} is not above {own} {text(item.prices[own])}: no "
+        f"discount, it goes beside the newest {own} of its SKU"
+    )
+
+
 def _no_discount(
     item: Item,
     channel: Channel,
@@ -652,15 +900,7 @@ def _no_discount(
             before.prices.get(f, Decimal(0)) > min(before.prices[o] for o in own) for f in struck
         ):
             return None
-    going = Item(
-        item.sku,
-        item.offer_id,
-        dict(item.prices),
-        list(item.carried),
-        set(item.new),
-        dict(item.versions),
-        dict(item.fields_of),
-    )
+    going = _copy(item)
     for f in struck:
         _without(going, channel, f, going.versions.get(f, 0))
     return going if rule(going) is None else None
@@ -675,6 +915,7 @@ def _split(
     *,
     now: datetime | None = None,
     most: float = MOST_WAIT,
+    first: Mapping[str, datetime] | None = None,
 ) -> tuple[Item, dict[str, Classification]] | None:
     """The item's rule decided price type by price type (issue 32, contract 14): an item that
     carries as new both a price valid on its own (``price``, ``value``) and a dependent one
@@ -730,9 +971,9 @@ def _split(
         if why is None:
             going = trial
             continue
-        left = _grace_of(message, now) if _later(message, entries, channel) else None
+        left = _grace_of(message, now, first or {}) if _later(message, entries, channel) else None
         if left is not None:
-            refused[message.message_id] = _waits_for_1c(channel, why, left, most)
+            refused[message.message_id] = _waits_for_1c(channel, why, left, most, now)
         else:
             # In a seller's words, never the API's fields (review ozwords38 item 2: "price
             # went without it" named Ozon's field).
@@ -832,16 +1073,42 @@ def _awaited(
     return found
 
 
-def _grace(item: Item, now: datetime | None) -> float | None:
+def _grace(
+    item: Item, channel: Channel, now: datetime | None, first: Mapping[str, datetime]
+) -> float | None:
     """Seconds left of ``COMPANION_GRACE`` for an item that carries a known price of another
-    type beside its new ones, or None (nothing known beside it, or its grace is over)."""
-    if now is None or not set(item.prices) - item.new or not item.carried:
+    type beside its new ones, or only dependent prices with no price of an independent type
+    known (``_orphan``), or None (nothing known beside it, or its grace is over)."""
+    if now is None or not item.carried:
+        return None
+    if not set(item.prices) - item.new and not _orphan(item, channel):
         return None
     # From when the service took the newest of them in, not when 1C wrote it: an outage or a
-    # backlog before intake never uses the grace up (review ozon 33).
-    age = (now - max(_taken(m) for m in item.carried)).total_seconds()
+    # backlog before intake never uses the grace up (review ozon 33); each from 1C's first
+    # post of its price still undelivered (``_since``).
+    age = (now - max(_since(m, first) for m in item.carried)).total_seconds()
     left = COMPANION_GRACE - age
     return left if left > 0 else None
+
+
+def _orphan(item: Item, channel: Channel) -> bool:
+    """Whether ``item`` carries only prices of dependent types (an old price, a minimum), none
+    of an independent type (``price``, ``value``) new or known: a SKU new to the channel whose
+    old price 1C wrote first, its price a row or a package later (review rev42b: 1C's old price
+    1200 of a new SKU, committed a second before its price 1000, was quarantined at once as an
+    old price without a price). It waits for it as a price broken beside a known one does."""
+    return bool(item.prices) and all(f in channel.dependent for f in item.prices)
+
+
+def _orphan_words(item: Item, channel: Channel) -> str:
+    """Why a price of a dependent type with no main price of its SKU known waits (``_orphan``):
+    the marketplace would judge it beside a price of its own, set outside 1C."""
+    fields = ", ".join(sorted(item.new))
+    return (
+        f"no {channel.main} of its SKU known to the channel yet: {fields} goes only beside 1C's "
+        f"{channel.main}, never alone beside a price the marketplace holds that 1C did not state "
+        "with it"
+    )
 
 
 def _later(
@@ -859,13 +1126,27 @@ def _later(
     return _taken(message) > max(_taken(m) for m in own)
 
 
-def _grace_of(message: OutgoingMessage, now: datetime | None) -> float | None:
-    """Seconds left of ``COMPANION_GRACE`` for ``message``, counted from its intake; None
-    without ``now`` or once it is over."""
+def _grace_of(
+    message: OutgoingMessage, now: datetime | None, first: Mapping[str, datetime]
+) -> float | None:
+    """Seconds left of ``COMPANION_GRACE`` for ``message``, counted from its intake (``_since``);
+    None without ``now`` or once it is over."""
     if now is None:
         return None
-    left = COMPANION_GRACE - (now - _taken(message)).total_seconds()
+    left = COMPANION_GRACE - (now - _since(message, first)).total_seconds()
     return left if left > 0 else None
+
+
+def _since(message: OutgoingMessage, first: Mapping[str, datetime]) -> datetime:
+    """When the wait of ``message`` for 1C's next package began: the intake of 1C's first post
+    of its price still undelivered (``first``, ``WaitingPrices.taken_first``), else its own.
+    1C re-exports its prices every few minutes, each a new version that supersedes the waiting
+    one: counted from the newest, a raised price re-posted every 5 minutes never went (review
+    rev40 B4: Ozon kept 1000 "was 1200" while 1C sent 1500 again and again); a post of another
+    amount is a new price, and its wait counts from its own intake."""
+    own = _taken(message)
+    earlier = first.get(message.message_id)
+    return earlier if earlier is not None and earlier < own else own
 
 
 def _taken(message: OutgoingMessage) -> datetime:
@@ -881,22 +1162,39 @@ def seconds_said(seconds: float) -> str:
 
 
 def _waits_for_1c(
-    channel: Channel, broken: str, left: float, most: float, *, without: Sequence[str] = ()
+    channel: Channel,
+    broken: str,
+    left: float,
+    most: float,
+    now: datetime | None,
+    *,
+    without: Sequence[str] = (),
+    orphan: bool = False,
 ) -> Classification:
     """``without``: the old prices (``Channel.struck``) the price goes without when the wait is
-    over (``_no_discount``: not above it, no discount), said instead of the quarantine."""
+    over (``_no_discount``: not above it, no discount), said instead of the quarantine;
+    ``orphan``: no price of an independent type of its SKU is known (``_orphan``). The
+    end is said as a time too: ``find`` shows the last look's words later, when "N s from now"
+    no longer holds (review rev40 words)."""
     wait = max(min(1.0, most), min(most, left))
+    end = (now if now is not None else datetime.now(UTC)) + timedelta(seconds=left)
+    at = f"{left:.0f} s from now (at {end:%Y-%m-%d %H:%M:%S} UTC)"
     then = (
-        f"goes without {' and '.join(without)} {left:.0f} s from now if 1C sends none by then "
+        f"goes without {' and '.join(without)} {at} if 1C sends none by then "
         "(an old price not above the price is no discount)"
         if without
-        else f"quarantined if it still breaks the rule {left:.0f} s from now"
+        else f"quarantined if it still breaks the rule {at}"
+    )
+    alone = (
+        "alone, with no price of its SKU known to the channel yet,"
+        if orphan
+        else "alone beside the other known prices of its SKU"
     )
     return Classification(
         Verdict.AWAITING,
-        f"alone beside the other known prices of its SKU it breaks a rule of {channel.said} "
-        f"({broken}); 1C may send the other price type in its next package: looked at again "
-        f"in {seconds_said(wait)} s, {then}, not charged",
+        f"{alone} it breaks a rule of {channel.said} ({broken}); 1C may send the other "
+        f"price type in its next package: looked at again in {seconds_said(wait)} s, {then}, "
+        "not charged",
         again_in=wait,
         error_class=AWAITING_1C,  # a wait on 1C, not on the marketplace (ops.waits)
         receipt=AWAITS_COMPANION,  # a claim of its SKU takes it along (queue.lease.claim)
@@ -946,9 +1244,10 @@ async def gather(
 ) -> Built:
     """``build``, with the known prices and the articles read from their ports (in a thread:
     they reach the database), and, only when an item breaks ``rule``, the prices of its SKU
-    still waiting (``WaitingPrices``). When any cannot be read, no item is sent: every price
-    message waits (``PAUSE``: the service's own database, not the marketplace, is at fault;
-    an item half-known would send an older price of another type)."""
+    still waiting and when 1C first posted its own (``WaitingPrices``). When any cannot be
+    read, no item is sent: every price message waits (``PAUSE``: the service's own database,
+    not the marketplace, is at fault; an item half-known would send an older price of another
+    type)."""
     skus = sorted({s for s in (sku_of(m) for m in messages) if s is not None})
     try:
         latest = await asyncio.to_thread(known.latest, skus) if skus else []
@@ -961,13 +1260,24 @@ async def gather(
         except Exception as exc:
             return _unread(messages, f"the articles could not be read: {type(exc).__name__}")
     built = build(messages, channel, latest, found, rule)
-    if not built.broken:
+    if not built.broken and not (built.settling and channel.settle > 0):
         return built
+    pending: list[WaitingPrice] = []
+    first: dict[str, datetime] = {}
     try:
-        pending = await asyncio.to_thread(waiting.waiting, sorted(built.broken))
+        if built.broken:
+            pending = await asyncio.to_thread(waiting.waiting, sorted(built.broken))
+        # 1C's first post of each price still undelivered: a wait for 1C's next package, or
+        # for the other row of a pair, never restarts on a re-post of the same amount.
+        looked = built.broken.keys() | built.settling
+        ids = sorted(m.message_id for m in messages if sku_of(m) in looked)
+        if ids:
+            first = dict(await asyncio.to_thread(waiting.taken_first, ids))
     except Exception as exc:
         return _unread(messages, f"the waiting prices could not be read: {type(exc).__name__}")
-    return build(messages, channel, latest, found, rule, waiting=pending, now=now, most=most)
+    return build(
+        messages, channel, latest, found, rule, waiting=pending, now=now, most=most, first=first
+    )
 
 
 def _unread(messages: Sequence[OutgoingMessage], detail: str) -> Built:

@@ -142,6 +142,7 @@ MONEY = {"price": Money(2), "old_price": Money(2, zero=True), "min_price": Money
 # one 1C replaced: old_price "0" (§1.1, §1.6.3: no old price) and no min_price (Ozon keeps its
 # own).
 DEPENDENT: dict[str, Decimal | None] = {"old_price": Decimal(0), "min_price": None}
+MAIN_FIELD = "price"  # the price an old price stands beside (``items.Channel.main``)
 USER_AGENT = "exchange (1C prices)"
 # A send whose answer was lost (a timeout or a connection cut after the request may have reached
 # Ozon) may still be applied after a newer one: §1.4, the import answers synchronously, but how
@@ -218,6 +219,11 @@ def ozon_rule(item: Item) -> str | None:
     return None
 
 
+def _goes_without_old_price(item: Item) -> bool:
+    """Whether ``item`` carries old_price "0" (no old price, research §1.1) beside a price."""
+    return item.prices.get("old_price") == DEPENDENT["old_price"] and "price" in item.prices
+
+
 def own_old_price_words(
     said: str, old: Decimal | None, price: Decimal | None, mapped: Sequence[str] = ()
 ) -> str:
@@ -272,6 +278,7 @@ class OzonTarget:
         currency: str = "RUB",
         sku_source: str = "sku",
         rounding: str = "none",
+        pair_settle: float = 0.0,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | None = None,
@@ -312,7 +319,9 @@ class OzonTarget:
         product waits after a send whose answer was lost, for Ozon to show its prices
         (``_late``), read every ``lost_every`` seconds. ``channel_said``: what its words
         call the channel (``Channel.said``: "channel ozon (Ozon)" under EXCHANGE_CHANNELS);
-        without it, the marketplace's name."""
+        without it, the marketplace's name. ``pair_settle``: seconds a price taken in alone
+        beside the known price of its pair's other type waits for 1C's row of that type
+        (``items._settles``; 0: never waits)."""
         self.url = url.rstrip("/")
         self.client_id = client_id
         self._key_source = api_key
@@ -328,6 +337,8 @@ class OzonTarget:
             dependent=DEPENDENT,
             struck=frozenset({"old_price"}),
             called=channel_said or "Ozon",
+            settle=pair_settle,
+            main=MAIN_FIELD,
         )
         self.known, self.delivered, self.articles = known, delivered, articles
         self.waiting = waiting
@@ -430,6 +441,11 @@ class OzonTarget:
         # an identical update spends one of the product's 10 an hour (§1.3; review rev39: the
         # clearing went again where Ozon showed 1500 with no old price).
         cleared = {c.sku for c in clears}
+        # So is an item going with old_price "0" beside a price (1C's pair broke Ozon's rule, or
+        # 1C ended its discount): a re-export of the same pair would send Ozon the update it
+        # shows already, each one of the product's 10 an hour, until 1C's real change waited
+        # for the hour (review rev43 H2: 1050/"0" sent seven times, then 990 held 54 minutes).
+        cleared |= {i.sku for i in built.items if _goes_without_old_price(i)}
         wanted = unchanged | first | cleared
         shown = await self._shown([i for i in built.items if i.sku in wanted])
         unchanged = (unchanged | cleared) & set(shown)

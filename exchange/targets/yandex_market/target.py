@@ -173,8 +173,14 @@ MONEY = {
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 # The prices whose rules depend on ``value`` (contract 14, issue 32): a new one that breaks a
 # rule beside a new value is refused alone; the item goes without it, never with the delivered
-# one 1C replaced: no discount (discountBase 0: left out of the update, §3.1, §3.6.2).
-DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0)}
+# one 1C replaced: no discount (discountBase 0: left out of the update, §3.1, §3.6.2), no
+# minimum (left out: Yandex deletes it, §3.1). minimumForBestseller is one (review rev42 4,
+# rev42b H4): taken for a price of its own, a minimum out of Yandex's range held 1C's new value
+# back with it, a SKU's first row of it was quarantined at once, and the discount's checks
+# compared the old price with it. Its "none" is None, as Ozon's min_price: no strikethrough
+# price buyers see, nothing for a send to clear (``items._clearing``).
+DEPENDENT: dict[str, Decimal | None] = {"discountBase": Decimal(0), "minimumForBestseller": None}
+MAIN_FIELD = "value"  # the price an old price stands beside (``items.Channel.main``)
 SLOT_POLL = 0.05  # seconds between looks for a free place of ``ym_parallel`` (``_slot``)
 # Seconds a place stays taken after its request was cut off by our timeout (``_slot``): Yandex
 # may still be serving it, and a request sent at once in its place would be one too many at
@@ -442,6 +448,7 @@ class YandexMarketTarget:
         currency: str = "RUB",
         sku_source: str = "sku",
         rounding: str = "none",
+        pair_settle: float = 0.0,
         articles: Articles = NO_ARTICLES,
         offers_per_minute: int = 10_000,
         parallel: int = 4,
@@ -474,7 +481,9 @@ class YandexMarketTarget:
         taken by each request whichever worker sends it (without it, this process's share of
         them only, ``Parallel``). ``left``: what is left of a method's budget until its
         window ends as the business's last answers said it (``SharedLeft`` by method), each
-        request of any worker taking its offers from it first (``_left_taken``)."""
+        request of any worker taking its offers from it first (``_left_taken``).
+        ``pair_settle``: seconds a price taken in alone beside the known price of its pair's
+        other type waits for 1C's row of that type (``items._settles``; 0: never waits)."""
         self.url = url.rstrip("/")
         self.business_id = business_id
         self._key_source = key
@@ -491,6 +500,8 @@ class YandexMarketTarget:
             dependent=DEPENDENT,
             struck=frozenset({"discountBase"}),
             called=channel_said or "Yandex Market",
+            settle=pair_settle,
+            main=MAIN_FIELD,
         )
         self.currency_id = RUR if currency == "RUB" else currency
         self.articles = articles
