@@ -832,3 +832,62 @@ def test_yandexs_minimum_is_a_dependent_price_that_never_holds_the_value_back() 
     ended = price("A", "old", "1000")
     [item] = build([ended], yandex, held, {}, ym._rule, now=now).items
     assert item.prices["discountBase"] == 0, item.prices
+
+
+@pytest.mark.parametrize("market", ["ozon", "yandex-market"])
+def test_a_reposted_old_price_a_package_after_a_waiting_price_states_nothing_new_beside_it(
+    market: str,
+) -> None:
+    """Promise (review rev43b H1; the order of 1C's rows decides nothing): the marketplace
+    shows 1000 "was 1200"; 1C's 1150 waits beside the known old price 1200 it breaks the rule
+    beside (Ozon's 5 % gap, Yandex's 5 % discount), and 1C re-posts 1200 unchanged 6.5 s
+    later (past ``pair_settle``, 5 s). The re-post goes alone as the prices shown (nothing
+    new), and 1150 keeps waiting for 1C's next old price, then is quarantined for a person,
+    as where the re-post came first. Within pair_settle the two are one package: 1150 goes
+    without the old price and the re-post is refused, as before."""
+    from datetime import timedelta
+
+    from exchange.domain.prices import AWAITS_COMPANION
+    from exchange.targets.marketplace.items import COMPANION_GRACE
+    from exchange.targets.ozon import target as oz
+    from exchange.targets.yandex_market import target as ym
+
+    if market == "ozon":
+        mp = channel(
+            dependent=oz.DEPENDENT, struck=frozenset({"old_price"}), main="price", settle=5
+        )
+        rule, main, struck = oz.ozon_rule, "price", "old_price"
+    else:
+        mp = channel(
+            target="yandex-market",
+            price_types={"retail": "value", "old": "discountBase"},
+            setting="ym_price_types",
+            money=ym.MONEY,
+            dependent=ym.DEPENDENT,
+            struck=frozenset({"discountBase"}),
+            main=ym.MAIN_FIELD,
+            settle=5,
+        )
+        rule, main, struck = ym._rule, "value", "discountBase"
+    first = datetime(2026, 12, 5, 10, tzinfo=UTC)
+    held = [known("A", "retail", "1000"), known("A", "old", "1200")]
+    waiting = replace(price("A", "retail", "1150"), taken_at=first, receipt=AWAITS_COMPANION)
+    repost = replace(price("A", "old", "1200"), taken_at=first + timedelta(seconds=6.5))
+    now = first + timedelta(seconds=7)
+    for messages in ([waiting, repost], [repost, waiting]):
+        built = build(messages, mp, held, {}, rule, now=now)
+        [item] = built.items
+        assert item.prices == {main: Decimal("1000"), struck: Decimal("1200")}, item.prices
+        assert [m.message_id for m in item.carried] == [repost.message_id]
+        said = built.answers[waiting.message_id]
+        assert (said.verdict, said.receipt) == (Verdict.AWAITING, AWAITS_COMPANION), said
+        late = build(
+            [waiting], mp, held, {}, rule, now=first + timedelta(seconds=COMPANION_GRACE + 1)
+        )
+        refused = late.answers[waiting.message_id]
+        assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    together = replace(repost, taken_at=first + timedelta(seconds=2))
+    built = build([waiting, together], mp, held, {}, rule, now=now)
+    [item] = built.items
+    assert item.new == {main} and item.prices[main] == Decimal("1150"), item.prices
+    assert built.answers[together.message_id].verdict is not Verdict.DELIVERED

@@ -405,6 +405,20 @@ def build(
             # breaks beside 1500 too): 1500 goes without an old price and 1510 waits out its
             # own grace, as one package's 1500/1510 would go; never 1510 beside the 1000 1C
             # replaced by 1500, a discount 1C never stated (review rev37, ozpair37's fixer).
+            restated = _restated(entries, channel, held.get(sku, ()))
+            if restated:
+                # 1C re-posted the old price the channel holds a package after the price that
+                # waits beside it (review rev43b H1): it goes as it is (unchanged), the price
+                # keeps its own wait, as in the other order.
+                alone = _item(sku, restated, channel, held.get(sku, ()))
+                alone.offer_id = item.offer_id
+                if rule(alone) is None:
+                    ready.append(alone)
+                    offer_id = item.offer_id
+                    entries = [e for e in entries if e not in restated]
+                    item = _item(sku, entries, channel, held.get(sku, ()))
+                    item.offer_id = offer_id
+                    broken = rule(item) or broken
             split = _split(
                 item, entries, channel, held.get(sku, ()), rule, now=now, most=most, first=first
             )
@@ -771,6 +785,36 @@ def _reposted(
     ``_lone_beside``)."""
     before = _item(item.sku, [], channel, known)
     return all(before.prices.get(f) == item.prices[f] for f in fields)
+
+
+def _restated(
+    entries: Sequence[tuple[OutgoingMessage, str, Decimal]],
+    channel: Channel,
+    known: Iterable[KnownPrice],
+) -> list[tuple[OutgoingMessage, str, Decimal]]:
+    """The dependent prices of ``entries`` that only re-post the known price of their type
+    (``_reposted``: 1C's re-export of the old price the channel holds), taken in more than
+    ``Channel.settle`` after the independent prices they were claimed beside, where each of
+    those was waiting for 1C's next package (``AWAITS_COMPANION``: it broke a rule beside
+    that very known price). Such a re-post states nothing new beside a price 1C wrote a
+    package before it: the price keeps its wait, as where the re-post came first and went
+    (review rev43b H1: 1150 waited beside the known old price 1200, 1C re-posted 1200 6.5 s
+    later, and 1150 went at once without it; in the other order 1150 waited and was
+    quarantined for a person). Empty: none such (a pair of one package, a new old price)."""
+    own = [e for e in entries if e[1] not in channel.dependent]
+    dependent = [e for e in entries if e[1] in channel.dependent]
+    if not own or not dependent or any(m.receipt != AWAITS_COMPANION for m, _, _ in own):
+        return []
+    settled = max(_taken(m) for m, _, _ in own) + timedelta(seconds=channel.settle)
+    restated = [
+        e
+        for e in dependent
+        if e[0].receipt != AWAITS_COMPANION
+        and e[1] in channel.struck
+        and _taken(e[0]) > settled
+        and _reposted(_item("", [e], channel, known), channel, known, [e[1]])
+    ]
+    return restated if len(restated) == len(dependent) else []
 
 
 def _lone_beside(item: Item, channel: Channel) -> tuple[str, Decimal | None] | None:
