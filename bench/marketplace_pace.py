@@ -613,7 +613,13 @@ def ozon_limit_run(
         now = sim.clock.now()
         for sku, price in latest.items():
             if sku not in landed and sim.price(sku) == price:
-                landed[sku] = now
+                # When Ozon took the update that set it (its storefront shows it at once),
+                # not when this look saw it: a loaded machine's look comes real seconds late,
+                # each a scaled minute (a run at ×60 read 61+ minutes where Ozon took it in 60).
+                product = sim.products.get(sku)
+                landed[sku] = (
+                    product.charged[-1] if product is not None and product.charged else now
+                )
         for sku in busy:
             product = sim.products.get(sku)
             if sku not in first_sent and product is not None and product.charged:
