@@ -2403,6 +2403,10 @@ _DETAILS: tuple[tuple[str, str], ...] = (
         N_("{f} 0: the channel refuses a zero price"),
     ),
     (
+        r"(?P<f>\w+) (?P<a>\S+) is above (?P<m>\S+), the most the channel takes",
+        N_("{f} {a} is above {m}, the most the channel takes"),
+    ),
+    (
         r"the price is in (?P<c>\S+); the channel's account takes (?P<a>\S+) \(currency\): never "
         r"converted",
         N_("the price is in {c}; the channel's account takes {a} (currency): never converted"),

@@ -891,3 +891,45 @@ def test_a_reposted_old_price_a_package_after_a_waiting_price_states_nothing_new
     [item] = built.items
     assert item.new == {main} and item.prices[main] == Decimal("1150"), item.prices
     assert built.answers[together.message_id].verdict is not Verdict.DELIVERED
+
+
+def test_a_yandex_minimum_above_its_range_is_refused_at_once_never_waited_on() -> None:
+    """Promise (review rev43b W3; research §3.1: minimumForBestseller 0 < x ≤ 100 000 000): a
+    minimum above Yandex's range is refused alone and at once, whatever the value beside it;
+    before, alone it waited 10 minutes "for 1C's other price type", which could never make it
+    fit. Beside a new value, the value goes without it. Said in Russian too."""
+    from datetime import timedelta
+
+    from exchange.targets.yandex_market import target as ym
+    from exchange.words import detail_words
+
+    yandex = channel(
+        target="yandex-market",
+        price_types={"retail": "value", "old": "discountBase", "min": "minimumForBestseller"},
+        setting="ym_price_types",
+        money=ym.MONEY,
+        dependent=ym.DEPENDENT,
+        struck=frozenset({"discountBase"}),
+        main=ym.MAIN_FIELD,
+        settle=5,
+    )
+    now = datetime(2026, 12, 5, tzinfo=UTC) + timedelta(seconds=1)
+    held = [known("A", "retail", "1000"), known("A", "min", "800")]
+    least = price("A", "min", "100000000.01")
+    built = build([least], yandex, held, {}, ym._rule, now=now)
+    refused = built.answers[least.message_id]
+    assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    said = "minimumForBestseller 100000000.01 is above 100000000, the most the channel takes"
+    assert said in refused.detail, refused.detail
+    assert "100000000" in detail_words(refused.detail)
+    assert "the most the channel takes" not in detail_words(refused.detail)
+    assert built.items == []
+    value = price("A", "retail", "1100")
+    yandex = replace(yandex, settle=0)  # the value alone waits for no discountBase row
+    built = build([value, least], yandex, held, {}, ym._rule, now=now)
+    [item] = built.items
+    assert item.prices == {"value": Decimal("1100")}, item.prices
+    assert built.answers[least.message_id].verdict is Verdict.TERMINAL
+    fits = price("A", "min", "100000000")
+    [item] = build([value, fits], yandex, held, {}, ym._rule, now=now).items
+    assert item.prices["minimumForBestseller"] == Decimal(100_000_000)

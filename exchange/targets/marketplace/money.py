@@ -22,6 +22,10 @@ class Money:
 
     places: int = 2
     zero: bool = False  # whether 0 is a value the field takes (Ozon's old_price "0" clears it)
+    # The largest amount the field takes (Yandex's minimumForBestseller: 100 000 000), None:
+    # no such bound. A field's own range, whatever the other prices: refused at once, never
+    # waited on as a rule of two price types (review rev43b W3).
+    most: Decimal | None = None
 
     def fit(self, amount: Decimal, rounding: str = "none") -> Decimal | str:
         """The amount as it is sent, or why it cannot be (one line, for the quarantine)."""
@@ -49,6 +53,8 @@ class Money:
         if sent == 0 and not self.zero:
             said = f"{amount} rounds to 0" if not exact else "0"
             return f"{said}: the channel refuses a zero price"
+        if self.most is not None and sent > self.most:
+            return f"{amount} is above {text(self.most)}, the most the channel takes"
         return sent
 
 

@@ -168,7 +168,8 @@ MONEY = {
     "discountBase": Money(places=0, zero=True),
     # 0 is "no minimum" (review ym400): the update goes without it, and Yandex deletes the
     # minimum an update leaves out (§3.1 "Не передать этот параметр — удалится значение").
-    "minimumForBestseller": Money(places=MAX_DIGITS, zero=True),
+    # At most 100 000 000 (§3.1): a minimum above it is refused alone, at once.
+    "minimumForBestseller": Money(places=MAX_DIGITS, zero=True, most=MAX_BESTSELLER),
 }
 FIELDS = ("value", "discountBase", "minimumForBestseller")
 # The prices whose rules depend on ``value`` (contract 14, issue 32): a new one that breaks a
