@@ -3062,6 +3062,15 @@ _DETAILS: tuple[tuple[str, str], ...] = (
             "alone beside a price the marketplace holds that 1C did not state with it"
         ),
     ),
+    (
+        r"1C's (?P<m>\S+) of its SKU was refused \((?P<d>.+)\): (?P<f>.+?) goes only beside "
+        r"1C's (?P=m), never alone beside a price the marketplace holds that 1C did not state "
+        r"with it",
+        N_(
+            "1C's {m} of its SKU was refused ({d*}): {f} goes only beside 1C's {m}, never alone "
+            "beside a price the marketplace holds that 1C did not state with it"
+        ),
+    ),
     # review rev42b: a new SKU's old price, its price a row later (``items._lone_beside``)
     (
         r"taken in alone, no (?P<f>\S+) of its SKU known to the channel yet; 1C may send the "

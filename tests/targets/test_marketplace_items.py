@@ -933,3 +933,32 @@ def test_a_yandex_minimum_above_its_range_is_refused_at_once_never_waited_on() -
     fits = price("A", "min", "100000000")
     [item] = build([value, fits], yandex, held, {}, ym._rule, now=now).items
     assert item.prices["minimumForBestseller"] == Decimal(100_000_000)
+
+
+def test_a_new_skus_old_price_beside_1cs_refused_price_says_the_price_was_refused() -> None:
+    """Promise (words left by review rev43b): a SKU new to the channel, 1C's price 1000.005
+    (Ozon keeps two decimals: refused, quarantined at once) and its old price 1200 in one
+    package. The old price waits for 1C's next price, and its words say 1C's price was refused
+    and why, in both languages, never "no price of its SKU known", which reads as if 1C had
+    sent none."""
+    from datetime import timedelta
+
+    from exchange.targets.ozon.target import DEPENDENT, ozon_rule
+    from exchange.words import detail_words
+
+    ozon = channel(dependent=DEPENDENT, struck=frozenset({"old_price"}), main="price", settle=5.0)
+    made = datetime(2026, 12, 5, tzinfo=UTC)
+    old, main = price("A", "old", "1200"), price("A", "retail", "1000.005")
+    built = build([main, old], ozon, [], {}, ozon_rule, now=made + timedelta(seconds=1))
+    assert built.items == []
+    refused = built.answers[main.message_id]
+    assert (refused.verdict, refused.reason) == (Verdict.TERMINAL, Reason.INVALID_FOR_CHANNEL)
+    waits = built.answers[old.message_id]
+    assert (waits.verdict, waits.reason) == (Verdict.AWAITING, None), waits
+    assert "1C's price of its SKU was refused (price 1000.005: the channel takes at most 2" in (
+        waits.detail
+    ), waits.detail
+    assert "no price of its SKU known to the channel yet:" not in waits.detail, waits.detail
+    russian = detail_words(waits.detail)
+    assert "цену price этого артикула из 1С канал отверг (price 1000.005:" in russian, russian
+    assert "the channel takes" not in russian, russian

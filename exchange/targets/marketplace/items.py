@@ -313,6 +313,9 @@ def build(
     # SKU -> the dependent prices refused here (field, 1C's version): 1C replaced the one
     # delivered before, so the item goes without a price of that type (``_without``).
     refused_here: dict[str, list[tuple[str, int]]] = {}
+    # SKU -> why 1C's price of an independent type (price, value) was refused here: said by
+    # the words of a dependent price of the SKU left with no price to go beside (``_orphan``).
+    main_refused: dict[str, str] = {}
     for message in messages:
         price = read_price(
             message, target=channel.target, mapping=channel.price_types, setting=channel.setting
@@ -333,6 +336,8 @@ def build(
             answers[message.message_id] = invalid(f"{price.mapped} {fitted}")
         if price.mapped in channel.dependent:
             refused_here.setdefault(price.sku, []).append((price.mapped, message.version))
+        else:
+            main_refused[price.sku] = answers[message.message_id].detail
     ready: list[Item] = []
     for sku, entries in taken.items():
         item = _item(sku, entries, channel, held.get(sku, ()))
@@ -354,7 +359,7 @@ def build(
             continue
         broken = rule(item) if rule is not None else None
         if broken is None and rule is not None and _orphan(item, channel):
-            broken = _orphan_words(item, channel)
+            broken = _orphan_words(item, channel, main_refused.get(sku))
         ended = _ended(item, channel) if rule is not None else None
         if ended is not None and rule is not None and rule(ended) is None:
             # 1C's new old price not above the price it will stand beside: no discount, it
@@ -1144,14 +1149,20 @@ def _orphan(item: Item, channel: Channel) -> bool:
     return bool(item.prices) and all(f in channel.dependent for f in item.prices)
 
 
-def _orphan_words(item: Item, channel: Channel) -> str:
+def _orphan_words(item: Item, channel: Channel, refused: str | None = None) -> str:
     """Why a price of a dependent type with no main price of its SKU known waits (``_orphan``):
-    the marketplace would judge it beside a price of its own, set outside 1C."""
+    the marketplace would judge it beside a price of its own, set outside 1C. ``refused``: why
+    1C's main price of the SKU, in the same batch, was refused (kopecks the channel does not
+    take, say), said instead of "none known", which reads as if 1C had sent none."""
     fields = ", ".join(sorted(item.new))
+    why = (
+        f"1C's {channel.main} of its SKU was refused ({refused})"
+        if refused
+        else f"no {channel.main} of its SKU known to the channel yet"
+    )
     return (
-        f"no {channel.main} of its SKU known to the channel yet: {fields} goes only beside 1C's "
-        f"{channel.main}, never alone beside a price the marketplace holds that 1C did not state "
-        "with it"
+        f"{why}: {fields} goes only beside 1C's {channel.main}, never alone beside a price the "
+        "marketplace holds that 1C did not state with it"
     )
 
 
