@@ -71,3 +71,38 @@ def test_the_order_of_a_reposted_old_price_and_a_price_a_package_apart_decides_n
     assert pairs(ozon) == [(1000, 1200)], "never 1150 without the old price 1C re-stated"
     assert states(engine)[("SKU-1", 2)] == ("quarantined", "invalid-for-channel")
     assert states(engine)[("SKU-1/old", 2)] == ("delivered", None)
+
+
+@pytest.mark.parametrize("first", ["old price re-posted first", "price first"])
+def test_within_pair_settle_the_two_rows_are_one_package_in_either_order(
+    db_url: str, engine: Engine, ozon: OzonSimulator, tmp_path: Path, first: str
+) -> None:
+    """Promise (review rev44 finding 1; docs: rows within pair_settle are one package): 1C's
+    1150 and its re-posted old price 1200 1.5 s apart break Ozon's gap together, as one
+    package: 1150 goes without the old price at once and 1200 is quarantined at once, in both
+    orders. Before, with the price first, 1200 waited 10 minutes "for 1C's next package" and
+    went beside 1C's next price (1100 "was 1200") where the other order sent 1100 without it."""
+    clock, worker = pair_worker(db_url, engine, ozon, tmp_path, pair_settle=5)
+    advance = both_clocks(clock, ozon)
+    rows = [typed(2, "1200.00", "old"), typed(2, "1150.00", "retail")]
+    if first == "price first":
+        rows.reverse()
+    seen: dict[str, object] = {}
+
+    async def scenario(w: Worker) -> None:
+        await discount_shown(w, engine, advance)
+        stage(engine, [rows[0]])
+        await w.cycle()
+        advance(1.5)
+        stage(engine, [rows[1]])
+        await drain(w)
+        seen["old"] = states(engine)[("SKU-1/old", 2)]
+        advance(60)
+        stage(engine, [typed(3, "1100.00", "retail")])
+        await w.cycle()
+        advance(6)
+        await drain(w)
+
+    run_worker(worker, scenario)
+    assert seen["old"] == ("quarantined", "invalid-for-channel"), "refused at once"
+    assert pairs(ozon) == [(1000, 1200), (1150, 0), (1100, 0)], pairs(ozon)

@@ -1172,13 +1172,16 @@ def _later(
     channel: Channel,
 ) -> bool:
     """Whether the dependent price ``message`` was taken in after every price of an
-    independent type (``price``, ``value``) carried beside it: 1C sent it in a later package
-    (another intake), so the other type's next price may be a package away, as where the
-    earlier one is only known (``_grace``). Taken in together (one package): False."""
+    independent type (``price``, ``value``) carried beside it, by more than
+    ``Channel.settle``: 1C sent it in a later package, so the other type's next price may be
+    a package away, as where the earlier one is only known (``_grace``). Taken in together,
+    or within ``pair_settle`` (rows 1C writes a moment apart are one package, whichever comes
+    first: review rev44 1, 1150 then its old price 1200 1.5 s later kept 1200 waiting 10
+    minutes where the other order refused it at once): False."""
     own = [m for m, mapped, _ in entries if mapped not in channel.dependent]
     if not own or message not in [m for m, mapped, _ in entries if mapped in channel.dependent]:
         return False
-    return _taken(message) > max(_taken(m) for m in own)
+    return _taken(message) > max(_taken(m) for m in own) + timedelta(seconds=channel.settle)
 
 
 def _grace_of(
