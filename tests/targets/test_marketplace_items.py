@@ -37,6 +37,22 @@ def channel(**overrides: object) -> Channel:
     return Channel(**values)  # type: ignore[arg-type]
 
 
+def yandex_channel(**overrides: object) -> Channel:
+    """A Yandex Market channel: value, its discountBase and minimumForBestseller, Yandex's money."""
+    from exchange.targets.yandex_market import target as ym
+
+    values: dict[str, object] = {
+        "target": "yandex-market",
+        "price_types": {"retail": "value", "old": "discountBase", "min": "minimumForBestseller"},
+        "setting": "ym_price_types",
+        "money": ym.MONEY,
+        "dependent": ym.DEPENDENT,
+        "struck": frozenset({"discountBase"}),
+        "main": ym.MAIN_FIELD,
+    }
+    return channel(**{**values, **overrides})
+
+
 def price(
     sku: str, price_type: str, amount: str, version: int = 2, currency: str = "RUB"
 ) -> OutgoingMessage:
@@ -758,16 +774,7 @@ def test_a_new_skus_lone_old_price_waits_for_its_price_then_is_quarantined_never
     made = datetime(2026, 12, 5, tzinfo=UTC)  # the messages' created_at (price() above)
     lone = price("A", "old", "1200")
     ozon = channel(dependent=DEPENDENT, struck=frozenset({"old_price"}), main="price", settle=5.0)
-    yandex = channel(
-        target="yandex-market",
-        price_types={"retail": "value", "old": "discountBase"},
-        setting="ym_price_types",
-        money=ym.MONEY,
-        dependent=ym.DEPENDENT,
-        struck=frozenset({"discountBase"}),
-        main=ym.MAIN_FIELD,
-        settle=5.0,
-    )
+    yandex = yandex_channel(settle=5.0, price_types={"retail": "value", "old": "discountBase"})
     for where, rule in ((ozon, ozon_rule), (yandex, ym._rule)):
 
         def said(after: float, where: Channel = where, rule: Any = rule) -> Classification:
@@ -805,15 +812,7 @@ def test_yandexs_minimum_is_a_dependent_price_that_never_holds_the_value_back() 
 
     from exchange.targets.yandex_market import target as ym
 
-    yandex = channel(
-        target="yandex-market",
-        price_types={"retail": "value", "old": "discountBase", "min": "minimumForBestseller"},
-        setting="ym_price_types",
-        money=ym.MONEY,
-        dependent=ym.DEPENDENT,
-        struck=frozenset({"discountBase"}),
-        main=ym.MAIN_FIELD,
-    )
+    yandex = yandex_channel()
     now = datetime(2026, 12, 5, tzinfo=UTC) + timedelta(seconds=1)
     held = [known("A", "retail", "1000"), known("A", "old", "1200"), known("A", "min", "800")]
 
@@ -858,16 +857,7 @@ def test_a_reposted_old_price_a_package_after_a_waiting_price_states_nothing_new
         )
         rule, main, struck = oz.ozon_rule, "price", "old_price"
     else:
-        mp = channel(
-            target="yandex-market",
-            price_types={"retail": "value", "old": "discountBase"},
-            setting="ym_price_types",
-            money=ym.MONEY,
-            dependent=ym.DEPENDENT,
-            struck=frozenset({"discountBase"}),
-            main=ym.MAIN_FIELD,
-            settle=5,
-        )
+        mp = yandex_channel(settle=5, price_types={"retail": "value", "old": "discountBase"})
         rule, main, struck = ym._rule, "value", "discountBase"
     first = datetime(2026, 12, 5, 10, tzinfo=UTC)
     held = [known("A", "retail", "1000"), known("A", "old", "1200")]
@@ -903,16 +893,7 @@ def test_a_yandex_minimum_above_its_range_is_refused_at_once_never_waited_on() -
     from exchange.targets.yandex_market import target as ym
     from exchange.words import detail_words
 
-    yandex = channel(
-        target="yandex-market",
-        price_types={"retail": "value", "old": "discountBase", "min": "minimumForBestseller"},
-        setting="ym_price_types",
-        money=ym.MONEY,
-        dependent=ym.DEPENDENT,
-        struck=frozenset({"discountBase"}),
-        main=ym.MAIN_FIELD,
-        settle=5,
-    )
+    yandex = yandex_channel(settle=5)
     now = datetime(2026, 12, 5, tzinfo=UTC) + timedelta(seconds=1)
     held = [known("A", "retail", "1000"), known("A", "min", "800")]
     least = price("A", "min", "100000000.01")

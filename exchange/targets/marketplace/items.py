@@ -339,6 +339,19 @@ def build(
         else:
             main_refused[price.sku] = answers[message.message_id].detail
     ready: list[Item] = []
+
+    def goes(item: Item, sending: Item) -> None:
+        """``sending`` (``item`` as it goes) is ready, unless ``item`` is a lone row of a
+        pair that waits ``pair_settle`` for 1C's other row (``_lone_beside``, ``_settles``)."""
+        beside = _lone_beside(item, channel) if rule is not None else None
+        if beside is not None:
+            settling.add(item.sku)
+            settles = _settles(item, channel, beside, now, first)
+            if settles is not None:
+                answers.update(spread(item, settles))
+                return
+        ready.append(sending)
+
     for sku, entries in taken.items():
         item = _item(sku, entries, channel, held.get(sku, ()))
         for mapped, version in refused_here.get(sku, ()):
@@ -389,14 +402,7 @@ def build(
                     )
                     answers.update(spread(item, waits))
                     continue
-            beside = _lone_beside(item, channel)
-            if beside is not None:
-                settling.add(sku)
-                settles = _settles(item, channel, beside, now, first)
-                if settles is not None:
-                    answers.update(spread(item, settles))
-                    continue
-            ready.append(ended)
+            goes(item, ended)
             continue
         if broken is not None and rule is not None:
             # Both new in this item (none taken along waiting for 1C's next package, which
@@ -487,14 +493,7 @@ def build(
                     quarantine.detail += still_shown_words(channel, *shown)
                 answers.update(spread(item, quarantine))
             continue
-        beside = _lone_beside(item, channel) if rule is not None else None
-        if beside is not None:
-            settling.add(sku)
-            settles = _settles(item, channel, beside, now, first)
-            if settles is not None:
-                answers.update(spread(item, settles))
-                continue
-        ready.append(item)
+        goes(item, item)
     return Built(ready, answers, broken_by, clears, settling)
 
 
