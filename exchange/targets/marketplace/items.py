@@ -809,13 +809,12 @@ def _restated(
     dependent = [e for e in entries if e[1] in channel.dependent]
     if not own or not dependent or any(m.receipt != AWAITS_COMPANION for m, _, _ in own):
         return []
-    settled = max(_taken(m) for m, _, _ in own) + timedelta(seconds=channel.settle)
     restated = [
         e
         for e in dependent
         if e[0].receipt != AWAITS_COMPANION
         and e[1] in channel.struck
-        and _taken(e[0]) > settled
+        and _later(e[0], entries, channel)
         and _reposted(_item("", [e], channel, known), channel, known, [e[1]])
     ]
     return restated if len(restated) == len(dependent) else []
