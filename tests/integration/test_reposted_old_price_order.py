@@ -38,6 +38,12 @@ def pairs(ozon: OzonSimulator) -> list[tuple[object, object]]:
     return [(u.get("price"), u.get("old_price")) for u in ozon.updates("SKU-1")]
 
 
+def in_order(first: str) -> list[dict[str, object]]:
+    """1C's re-posted old price 1200 and its price 1150, in the order ``first`` names."""
+    rows = [typed(2, "1200.00", "old"), typed(2, "1150.00", "retail")]
+    return rows[::-1] if first == "price first" else rows
+
+
 @pytest.mark.parametrize("first", ["old price re-posted first", "price first"])
 def test_the_order_of_a_reposted_old_price_and_a_price_a_package_apart_decides_nothing(
     db_url: str, engine: Engine, ozon: OzonSimulator, tmp_path: Path, first: str
@@ -46,9 +52,7 @@ def test_the_order_of_a_reposted_old_price_and_a_price_a_package_apart_decides_n
     person (Ozon keeps 1000/1200, no update); the re-post is delivered without an update."""
     clock, worker = pair_worker(db_url, engine, ozon, tmp_path, pair_settle=5)
     advance = both_clocks(clock, ozon)
-    rows = [typed(2, "1200.00", "old"), typed(2, "1150.00", "retail")]
-    if first == "price first":
-        rows.reverse()
+    rows = in_order(first)
     seen: dict[str, object] = {}
 
     async def scenario(w: Worker) -> None:
@@ -84,9 +88,7 @@ def test_within_pair_settle_the_two_rows_are_one_package_in_either_order(
     went beside 1C's next price (1100 "was 1200") where the other order sent 1100 without it."""
     clock, worker = pair_worker(db_url, engine, ozon, tmp_path, pair_settle=5)
     advance = both_clocks(clock, ozon)
-    rows = [typed(2, "1200.00", "old"), typed(2, "1150.00", "retail")]
-    if first == "price first":
-        rows.reverse()
+    rows = in_order(first)
     seen: dict[str, object] = {}
 
     async def scenario(w: Worker) -> None:
